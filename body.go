@@ -1,0 +1,76 @@
+package retrybudget
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// requestBody hands out the request body for each attempt of one call.
+type requestBody struct {
+	// getBody returns a fresh copy of the body; nil when the body cannot
+	// be replayed (or there is none).
+	getBody func() (io.ReadCloser, error)
+	// first is the body of the first attempt.
+	first io.ReadCloser
+	// length is the body's length for every attempt; -1 when unknown.
+	length int64
+	// sent is set once the first body has been handed out.
+	sent bool
+}
+
+// prepareBody makes req's body replayable when it can: by GetBody when the
+// caller set one, else by buffering it when it is at most limit bytes. A
+// larger body is handed out once, with the buffered prefix put back in front.
+// On a read error the original body is closed and the error returned.
+func prepareBody(req *http.Request, limit int64) (requestBody, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return requestBody{first: req.Body, length: req.ContentLength}, nil
+	}
+	if req.GetBody != nil {
+		return requestBody{first: req.Body, getBody: req.GetBody, length: req.ContentLength}, nil
+	}
+	if limit < 0 {
+		return requestBody{first: req.Body, length: req.ContentLength}, nil
+	}
+	buf, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
+	if err != nil {
+		req.Body.Close()
+		return requestBody{}, fmt.Errorf("retrybudget: reading request body: %w", err)
+	}
+	if int64(len(buf)) > limit {
+		rest := &prefixedBody{r: io.MultiReader(bytes.NewReader(buf), req.Body), c: req.Body}
+		return requestBody{first: rest, length: req.ContentLength}, nil
+	}
+	req.Body.Close()
+	get := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+	first, _ := get()
+	return requestBody{first: first, getBody: get, length: int64(len(buf))}, nil
+}
+
+// replayable reports whether another attempt can get the body.
+func (b *requestBody) replayable() bool {
+	return !b.sent || b.getBody != nil || b.first == nil || b.first == http.NoBody
+}
+
+// next returns the body for the next attempt. It must only be called when
+// replayable reports true.
+func (b *requestBody) next() (io.ReadCloser, error) {
+	if !b.sent {
+		b.sent = true
+		return b.first, nil
+	}
+	if b.getBody == nil {
+		return b.first, nil // nil or http.NoBody
+	}
+	return b.getBody()
+}
+
+// close closes a body that was never handed to the base transport, which
+// otherwise owns closing it.
+func (b *requestBody) close() {
+	if !b.sent && b.first != nil {
+		b.first.Close()
+	}
+}

@@ -1,0 +1,274 @@
+package retrybudget
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// call is the state of one RoundTrip: the caller's request, the key and body
+// shared by its attempts, and the Outcome being built. One allocation holds
+// it all, the returned body wrapper included, to keep the success path lean.
+type call struct {
+	t      *Transport
+	req    *http.Request
+	header http.Header // the headers sent: req.Header, or a copy with the key
+	// keyAdded reports whether header is a copy carrying the key.
+	keyAdded bool
+	// repeatable reports whether an attempt that may have been applied
+	// can be repeated: an idempotent method or a key the provider honours.
+	repeatable bool
+	// traced reports whether attempts are traced to learn whether the
+	// request was written; only needed when repeatable is false.
+	traced   bool
+	body     requestBody
+	deadline time.Time // zero when the call has none
+	bo       *backoff.ExponentialBackOff
+	out      Outcome
+	resp     outcomeBody
+}
+
+// newCall prepares the key, body and deadline of one call.
+func (t *Transport) newCall(req *http.Request) (*call, error) {
+	key, src, err := resolveKey(req, t.cfg.KeyHeader)
+	if err != nil {
+		return nil, err
+	}
+	c := &call{t: t, req: req, header: req.Header}
+	c.out.Key = key
+	if src == keyAction || src == keyGenerated {
+		c.header = req.Header.Clone()
+		if c.header == nil {
+			c.header = make(http.Header, 1)
+		}
+		c.header.Set(t.cfg.KeyHeader, key)
+		c.keyAdded = true
+	}
+	c.repeatable = isIdempotent(req.Method) || src == keyCaller || src == keyAction ||
+		(src == keyGenerated && t.cfg.KeysHonoured)
+	c.traced = !c.repeatable
+	if c.body, err = prepareBody(req, t.cfg.MaxBodyBuffer); err != nil {
+		return nil, err
+	}
+	if dl, ok := req.Context().Deadline(); ok {
+		c.deadline = dl
+	}
+	if t.cfg.Deadline > 0 {
+		if dl := t.clock.Now().Add(t.cfg.Deadline); c.deadline.IsZero() || dl.Before(c.deadline) {
+			c.deadline = dl
+		}
+	}
+	return c, nil
+}
+
+// run sends attempts until one succeeds or the call must stop.
+func (c *call) run() (*http.Response, error) {
+	ctx := c.req.Context()
+	for {
+		a := c.attempt()
+		if a.bodyErr {
+			return c.giveUp(nil, a.err, ErrBodyNotReplayable, a.cancel)
+		}
+		if a.cls.Class == ClassSuccess {
+			return c.finish(a.resp, a.cancel), nil
+		}
+		plan := c.decide(a.cls)
+		if plan.stop != nil {
+			return c.giveUp(a.resp, a.err, plan.stop, a.cancel)
+		}
+		c.discard(a.resp)
+		a.cancel()
+		if obs := c.t.cfg.Observer.Retry; obs != nil {
+			obs(RetryEvent{Request: c.req, Attempt: c.out.Attempts + 1, Key: c.out.Key,
+				Class: a.cls.Class, Delay: plan.delay, RetryAfter: plan.retryAfter})
+		}
+		if err := c.t.clock.Sleep(ctx, plan.delay); err != nil {
+			return c.giveUp(nil, err, err, func() {})
+		}
+	}
+}
+
+// attemptResult is what run needs to know of one attempt.
+type attemptResult struct {
+	resp *http.Response
+	err  error
+	cls  Classification
+	// cancel releases the attempt's context once the response is done
+	// with.
+	cancel context.CancelFunc
+	// bodyErr reports that the body could not be produced (GetBody
+	// failed), so nothing was sent.
+	bodyErr bool
+}
+
+// attempt sends one attempt and classifies it.
+func (c *call) attempt() attemptResult {
+	start := c.t.clock.Now()
+	areq, tr, cancel, err := c.newAttemptRequest(start)
+	if err != nil {
+		return attemptResult{err: err, cancel: cancel, bodyErr: true}
+	}
+	c.out.Attempts++
+	resp, err := c.t.cfg.Base.RoundTrip(areq)
+	res := AttemptResult{Request: areq, Response: resp, Err: err, Now: c.t.clock.Now()}
+	if tr != nil {
+		res.Traced, res.Connected, res.Written = true, tr.connected.Load(), tr.written.Load()
+	}
+	cls := c.t.cfg.Classifier.Classify(&res)
+	c.record(cls, resp)
+	if obs := c.t.cfg.Observer.Attempt; obs != nil {
+		ev := AttemptEvent{Request: c.req, Attempt: c.out.Attempts, Key: c.out.Key,
+			Class: cls.Class, Err: err, Duration: res.Now.Sub(start)}
+		if resp != nil {
+			ev.StatusCode = resp.StatusCode
+		}
+		obs(ev)
+	}
+	return attemptResult{resp: resp, err: err, cls: cls, cancel: cancel}
+}
+
+// record folds one attempt's classification into the Outcome.
+func (c *call) record(cls Classification, resp *http.Response) {
+	c.out.Class = cls.Class
+	c.out.Problem = cls.Problem
+	c.out.StatusCode = 0
+	if resp != nil {
+		c.out.StatusCode = resp.StatusCode
+	}
+	c.out.MaybeApplied = c.out.MaybeApplied || cls.Class.mayHaveApplied()
+}
+
+// newAttemptRequest builds the request of one attempt. The caller's request
+// is sent as is when nothing differs; otherwise a shallow copy carries the
+// key header, a fresh body and the attempt's context.
+func (c *call) newAttemptRequest(now time.Time) (*http.Request, *attemptTrace, context.CancelFunc, error) {
+	body, err := c.body.next()
+	if err != nil {
+		return nil, nil, func() {}, fmt.Errorf("retrybudget: GetBody: %w", err)
+	}
+	ctx, cancel := c.attemptContext(now)
+	var tr *attemptTrace
+	if c.traced {
+		tr = &attemptTrace{}
+		ctx = httptrace.WithClientTrace(ctx, tr.clientTrace())
+	}
+	if ctx == c.req.Context() && body == c.req.Body && !c.keyAdded {
+		return c.req, tr, cancel, nil
+	}
+	areq := c.req.WithContext(ctx)
+	areq.Header = c.header
+	areq.Body = body
+	areq.ContentLength = c.body.length
+	areq.GetBody = c.body.getBody
+	return areq, tr, cancel, nil
+}
+
+// attemptContext bounds an attempt by AttemptTimeout and the call's own
+// deadline (the context's deadline already applies by itself).
+func (c *call) attemptContext(now time.Time) (context.Context, context.CancelFunc) {
+	ctx := c.req.Context()
+	timeout := c.t.cfg.AttemptTimeout
+	if c.t.cfg.Deadline > 0 && !c.deadline.IsZero() {
+		if left := c.deadline.Sub(now); timeout <= 0 || left < timeout {
+			timeout = left
+		}
+	}
+	if timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, timeout)
+}
+
+// decide returns the plan for the next attempt; plan.stop is set when the
+// call must end now.
+func (c *call) decide(cls Classification) waitPlan {
+	if ctxErr := c.req.Context().Err(); ctxErr != nil {
+		return waitPlan{stop: ctxErr}
+	}
+	if !cls.Class.retryable(c.repeatable) {
+		if cls.Class == ClassBusiness {
+			return waitPlan{stop: ErrRejected}
+		}
+		return waitPlan{stop: ErrUncertain}
+	}
+	if c.bo == nil {
+		c.bo = newBackOff(&c.t.cfg)
+	}
+	plan := planWait(&c.t.cfg, c.bo.NextBackOff(), c.t.clock.Now(), cls.RetryAt, c.deadline)
+	c.out.RetryAt = plan.at
+	switch {
+	case plan.stop != nil:
+	case c.out.Attempts >= c.t.cfg.MaxAttempts:
+		plan.stop = ErrAttemptsExhausted
+	case !c.body.replayable():
+		plan.stop = ErrBodyNotReplayable
+	}
+	return plan
+}
+
+// finish returns a successful response with its Outcome attached.
+func (c *call) finish(resp *http.Response, cancel context.CancelFunc) *http.Response {
+	c.out.RetryAt = time.Time{}
+	return c.attach(resp, cancel)
+}
+
+// giveUp ends the call: with the last response as (resp, nil) when there is
+// one, else with an *Error.
+func (c *call) giveUp(resp *http.Response, err, reason error, cancel context.CancelFunc) (*http.Response, error) {
+	c.out.Reason = reason
+	if reason == ErrRejected || reason == ErrUncertain {
+		c.out.RetryAt = time.Time{}
+	}
+	c.body.close()
+	if obs := c.t.cfg.Observer.GiveUp; obs != nil {
+		obs(GiveUpEvent{Request: c.req, Outcome: c.out})
+	}
+	if resp != nil {
+		return c.attach(resp, cancel), nil
+	}
+	cancel()
+	return nil, &Error{Outcome: c.out, Cause: err}
+}
+
+// attach wraps resp's body so that OutcomeOf finds the Outcome, and so that
+// closing it releases the attempt's context. A 101 Switching Protocols body
+// is a read-write stream that must keep its type, so it is left alone.
+func (c *call) attach(resp *http.Response, cancel context.CancelFunc) *http.Response {
+	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil {
+		return resp
+	}
+	c.resp = outcomeBody{ReadCloser: resp.Body, outcome: c.out, cancel: cancel}
+	resp.Body = &c.resp
+	return resp
+}
+
+// discard drains a bounded part of a response that will be retried, so its
+// connection can be reused, and closes it.
+func (c *call) discard(resp *http.Response) {
+	if resp == nil || resp.Body == nil {
+		return
+	}
+	io.CopyN(io.Discard, resp.Body, c.t.cfg.MaxDrain)
+	resp.Body.Close()
+}
+
+// attemptTrace records what net/http/httptrace saw of one attempt. The
+// flags are set from the transport's goroutines, possibly after RoundTrip
+// returned, hence atomics.
+type attemptTrace struct {
+	connected atomic.Bool
+	written   atomic.Bool
+}
+
+func (tr *attemptTrace) clientTrace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { tr.connected.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { tr.written.Store(true) },
+	}
+}

@@ -1,0 +1,51 @@
+package retrybudget
+
+import (
+	"net/http"
+)
+
+// Transport is an http.RoundTripper that makes repeated outbound requests
+// safe: it gives every call a stable idempotency key, classifies each
+// failure, waits with capped, jittered exponential backoff that honours
+// Retry-After and the deadline, and reports an Outcome the caller can act on.
+//
+// A Transport is safe for concurrent use. Use it as the Transport of an
+// http.Client:
+//
+//	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{})}
+type Transport struct {
+	cfg   Config
+	clock clock
+}
+
+// New returns a Transport configured by cfg, whose zero fields take their
+// documented defaults.
+func New(cfg Config) *Transport {
+	return &Transport{cfg: cfg.withDefaults(), clock: realClock{}}
+}
+
+// RoundTrip implements http.RoundTripper. It never modifies req. Any
+// response the provider sent is returned as (resp, nil), whatever its
+// status, with its body unread; OutcomeOf(resp) tells whether the Transport
+// gave up on it. When there is no response to return, the error is an
+// *Error.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c, err := t.newCall(req)
+	if err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	return c.run()
+}
+
+// CloseIdleConnections closes the idle connections of the base transport,
+// when it has that method, so http.Client.CloseIdleConnections works through
+// a Transport.
+func (t *Transport) CloseIdleConnections() {
+	type closer interface{ CloseIdleConnections() }
+	if c, ok := t.cfg.Base.(closer); ok {
+		c.CloseIdleConnections()
+	}
+}

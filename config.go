@@ -1,0 +1,122 @@
+package retrybudget
+
+import (
+	"net/http"
+	"time"
+)
+
+// Defaults applied to the zero fields of a Config.
+const (
+	DefaultKeyHeader     = "Idempotency-Key"
+	DefaultMaxAttempts   = 4
+	DefaultBaseDelay     = 200 * time.Millisecond
+	DefaultMaxDelay      = 30 * time.Second
+	DefaultJitter        = 0.5
+	DefaultMaxWait       = 60 * time.Second
+	DefaultMaxBodyBuffer = 1 << 20
+	DefaultMaxDrain      = 64 << 10
+)
+
+// Config configures a Transport. The zero value is ready to use: every zero
+// field means the documented default, so New(Config{}) is a safe transport.
+type Config struct {
+	// Base sends each attempt. Nil means http.DefaultTransport.
+	Base http.RoundTripper
+
+	// KeyHeader is the request header that carries the idempotency key,
+	// such as "PayPal-Request-Id". Empty means "Idempotency-Key".
+	KeyHeader string
+	// KeysHonoured declares that the provider deduplicates requests by
+	// KeyHeader, so a request with a generated key is safe to repeat even
+	// when it may have been applied. False (the default) retries a
+	// generated-key request only when it cannot have been applied; a
+	// caller-set key or an Action always counts as honoured.
+	KeysHonoured bool
+
+	// MaxAttempts limits the attempts per call, the first included. Zero
+	// means 4; a negative value means 1 (no retries).
+	MaxAttempts int
+	// BaseDelay is the backoff before the first retry; each later retry
+	// doubles it. Zero means 200ms.
+	BaseDelay time.Duration
+	// MaxDelay caps a backoff delay, jitter included. It never shortens a
+	// provider's Retry-After. Zero means 30s.
+	MaxDelay time.Duration
+	// Jitter is the randomization factor of backoff delays, in [0, 1]: a
+	// delay d becomes a uniform pick in [d×(1−Jitter), d×(1+Jitter)].
+	// Zero means 0.5; a negative value disables jitter.
+	Jitter float64
+	// MaxWait is the longest Retry-After the Transport obeys by sleeping.
+	// A longer one ends the call at once with ErrWaitTooLong and the
+	// provider's time in Outcome.RetryAt. Zero means 60s.
+	MaxWait time.Duration
+	// Deadline bounds a whole call, every attempt and wait included, on
+	// top of the request context's deadline. Zero means no bound beyond
+	// the context.
+	Deadline time.Duration
+	// AttemptTimeout bounds one attempt, up to the response headers and
+	// while its body is read; it shrinks to the time left before the
+	// deadline. Zero means no per-attempt bound.
+	AttemptTimeout time.Duration
+
+	// MaxBodyBuffer is the largest request body without GetBody that the
+	// Transport buffers to make it replayable. A larger one is sent once
+	// and never retried (ErrBodyNotReplayable). Zero means 1 MiB; a
+	// negative value never buffers.
+	MaxBodyBuffer int64
+	// MaxDrain is how much of a response that will be retried is read
+	// before closing it, so its connection can be reused; the rest is
+	// dropped with the connection. Zero means 64 KiB.
+	MaxDrain int64
+
+	// Classifier decides each attempt's Class. Nil means
+	// DefaultClassifier.
+	Classifier Classifier
+	// Observer receives attempt, retry and give-up events. Its nil
+	// fields are skipped; the zero value observes nothing.
+	Observer Observer
+}
+
+// withDefaults returns c with every zero field replaced by its default.
+func (c Config) withDefaults() Config {
+	if c.Base == nil {
+		c.Base = http.DefaultTransport
+	}
+	if c.KeyHeader == "" {
+		c.KeyHeader = DefaultKeyHeader
+	}
+	c.KeyHeader = http.CanonicalHeaderKey(c.KeyHeader)
+	switch {
+	case c.MaxAttempts == 0:
+		c.MaxAttempts = DefaultMaxAttempts
+	case c.MaxAttempts < 0:
+		c.MaxAttempts = 1
+	}
+	if c.BaseDelay <= 0 {
+		c.BaseDelay = DefaultBaseDelay
+	}
+	if c.MaxDelay <= 0 {
+		c.MaxDelay = DefaultMaxDelay
+	}
+	switch {
+	case c.Jitter == 0:
+		c.Jitter = DefaultJitter
+	case c.Jitter < 0:
+		c.Jitter = 0
+	case c.Jitter > 1:
+		c.Jitter = 1
+	}
+	if c.MaxWait <= 0 {
+		c.MaxWait = DefaultMaxWait
+	}
+	if c.MaxBodyBuffer == 0 {
+		c.MaxBodyBuffer = DefaultMaxBodyBuffer
+	}
+	if c.MaxDrain <= 0 {
+		c.MaxDrain = DefaultMaxDrain
+	}
+	if c.Classifier == nil {
+		c.Classifier = DefaultClassifier{}
+	}
+	return c
+}

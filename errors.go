@@ -1,0 +1,86 @@
+package retrybudget
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Reasons the Transport stops. Each is the Reason of an Outcome and matches
+// an *Error with errors.Is.
+var (
+	// ErrAttemptsExhausted means every allowed attempt failed with a
+	// retryable class.
+	ErrAttemptsExhausted = errors.New("retrybudget: attempts exhausted")
+	// ErrDeadline means the next attempt could not start before the
+	// deadline (the context's or Config.Deadline), so the Transport gave up
+	// at once instead of sleeping into it. RetryAt says when to come back.
+	ErrDeadline = errors.New("retrybudget: retry cannot fit the deadline")
+	// ErrWaitTooLong means the provider asked for a wait longer than
+	// Config.MaxWait. RetryAt is the time the provider asked for.
+	ErrWaitTooLong = errors.New("retrybudget: provider asked to wait longer than allowed")
+	// ErrUncertain means the last attempt may have been applied by the
+	// provider and repeating it is not safe (no idempotency key and a
+	// method that is not idempotent). Reconcile before trying again.
+	ErrUncertain = errors.New("retrybudget: outcome uncertain: the request may have been applied")
+	// ErrRejected means the provider rejected the request (ClassBusiness);
+	// repeating it unchanged will not help.
+	ErrRejected = errors.New("retrybudget: rejected by the provider")
+	// ErrBodyNotReplayable means a retry was needed but the request body
+	// could not be sent again: it had no GetBody and was larger than
+	// Config.MaxBodyBuffer.
+	ErrBodyNotReplayable = errors.New("retrybudget: request body cannot be replayed")
+)
+
+// Error is the error the Transport returns when it gives up without a
+// response to return. It carries the Outcome, so errors.As gives the caller
+// the class, attempts, key and retry time; it matches the Outcome's Reason
+// and the last transport error with errors.Is.
+type Error struct {
+	Outcome
+	// Cause is the last attempt's transport error; nil when the last
+	// attempt produced a response.
+	Cause error
+}
+
+// Error describes the give-up in one line.
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Reason != nil {
+		b.WriteString(e.Reason.Error())
+	} else {
+		b.WriteString("retrybudget: request failed")
+	}
+	fmt.Fprintf(&b, " (attempts %d, class %s", e.Attempts, e.Class)
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, ", status %d", e.StatusCode)
+	}
+	if e.Key != "" {
+		fmt.Fprintf(&b, ", key %s", e.Key)
+	}
+	if !e.RetryAt.IsZero() {
+		fmt.Fprintf(&b, ", retry at %s", e.RetryAt.UTC().Format(time.RFC3339Nano))
+	}
+	if e.MaybeApplied {
+		b.WriteString(", may have been applied")
+	}
+	b.WriteString(")")
+	if e.Cause != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Cause.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the Reason and the Cause, for errors.Is and errors.As.
+func (e *Error) Unwrap() []error {
+	errs := make([]error, 0, 2)
+	if e.Reason != nil {
+		errs = append(errs, e.Reason)
+	}
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
+	}
+	return errs
+}

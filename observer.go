@@ -1,0 +1,61 @@
+package retrybudget
+
+import (
+	"net/http"
+	"time"
+)
+
+// Observer receives the Transport's events, for logging and metrics. Each
+// field is optional. Callbacks run synchronously on the caller's goroutine,
+// never while the Transport holds a lock; they must not modify the request
+// and should return quickly.
+type Observer struct {
+	// Attempt is called after every attempt.
+	Attempt func(AttemptEvent)
+	// Retry is called before the Transport waits to retry.
+	Retry func(RetryEvent)
+	// GiveUp is called when a call ends without success.
+	GiveUp func(GiveUpEvent)
+}
+
+// AttemptEvent describes one finished attempt.
+type AttemptEvent struct {
+	// Request is the caller's request.
+	Request *http.Request
+	// Attempt is the attempt's number, starting at 1.
+	Attempt int
+	// Key is the idempotency key sent, if any.
+	Key string
+	// Class is the attempt's class.
+	Class Class
+	// StatusCode is the response status; 0 when Err is set.
+	StatusCode int
+	// Err is the transport error, if any.
+	Err error
+	// Duration is how long the attempt took.
+	Duration time.Duration
+}
+
+// RetryEvent describes a retry about to be waited for.
+type RetryEvent struct {
+	// Request is the caller's request.
+	Request *http.Request
+	// Attempt is the number of the attempt that will be sent next.
+	Attempt int
+	// Key is the idempotency key sent, if any.
+	Key string
+	// Class is the class of the attempt that failed.
+	Class Class
+	// Delay is how long the Transport waits before the next attempt.
+	Delay time.Duration
+	// RetryAfter is the wait the provider asked for; 0 when it gave none.
+	RetryAfter time.Duration
+}
+
+// GiveUpEvent describes a call that ended without success.
+type GiveUpEvent struct {
+	// Request is the caller's request.
+	Request *http.Request
+	// Outcome is the call's outcome; its Reason says why it ended.
+	Outcome Outcome
+}
