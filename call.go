@@ -32,6 +32,9 @@ type call struct {
 	bo       *backoff.ExponentialBackOff
 	out      Outcome
 	resp     outcomeBody
+	// res is the latest attempt's result, kept here so handing it to the
+	// Classifier costs no allocation.
+	res AttemptResult
 }
 
 // newCall prepares the key, body and deadline of one call.
@@ -116,15 +119,15 @@ func (c *call) attempt() attemptResult {
 	}
 	c.out.Attempts++
 	resp, err := c.t.cfg.Base.RoundTrip(areq)
-	res := AttemptResult{Request: areq, Response: resp, Err: err, Now: c.t.clock.Now()}
+	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Now: c.t.clock.Now()}
 	if tr != nil {
-		res.Traced, res.Connected, res.Written = true, tr.connected.Load(), tr.written.Load()
+		c.res.Traced, c.res.Connected, c.res.Written = true, tr.connected.Load(), tr.written.Load()
 	}
-	cls := c.t.cfg.Classifier.Classify(&res)
+	cls := c.t.cfg.Classifier.Classify(&c.res)
 	c.record(cls, resp)
 	if obs := c.t.cfg.Observer.Attempt; obs != nil {
 		ev := AttemptEvent{Request: c.req, Attempt: c.out.Attempts, Key: c.out.Key,
-			Class: cls.Class, Err: err, Duration: res.Now.Sub(start)}
+			Class: cls.Class, Err: err, Duration: c.res.Now.Sub(start)}
 		if resp != nil {
 			ev.StatusCode = resp.StatusCode
 		}
@@ -243,7 +246,7 @@ func (c *call) attach(resp *http.Response, cancel context.CancelFunc) *http.Resp
 	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil {
 		return resp
 	}
-	c.resp = outcomeBody{ReadCloser: resp.Body, outcome: c.out, cancel: cancel}
+	c.resp = outcomeBody{ReadCloser: resp.Body, outcome: &c.out, cancel: cancel}
 	resp.Body = &c.resp
 	return resp
 }

@@ -57,14 +57,14 @@ func OutcomeOf(resp *http.Response) (Outcome, bool) {
 	if !ok {
 		return Outcome{}, false
 	}
-	return b.outcome, true
+	return *b.outcome, true
 }
 
 // outcomeBody carries the Outcome on a returned response without changing
 // what the caller reads, and releases the attempt's context on Close.
 type outcomeBody struct {
 	io.ReadCloser
-	outcome Outcome
+	outcome *Outcome
 	cancel  context.CancelFunc
 }
 
