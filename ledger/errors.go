@@ -1,0 +1,73 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+var (
+	// ErrInvalid reports a request a store cannot act on, such as an empty
+	// action key or a negative lease.
+	ErrInvalid = errors.New("ledger: invalid request")
+	// ErrConflict reports an action key reused for a different request.
+	ErrConflict = errors.New("ledger: action key reused for a different request")
+	// ErrPending reports an action another owner is sending right now.
+	ErrPending = errors.New("ledger: action in progress")
+	// ErrDelayed reports an action held back because its destination is
+	// rate limited. Its record is untouched.
+	ErrDelayed = errors.New("ledger: action delayed by a rate-limited destination")
+	// ErrUncertain reports an action the destination may have performed,
+	// which only a reconciler or an operator can settle.
+	ErrUncertain = errors.New("ledger: action outcome uncertain")
+	// ErrNotOwner reports a fencing token that is no longer current: another
+	// owner took the action over, or it is no longer in progress.
+	ErrNotOwner = errors.New("ledger: not the action's owner")
+	// ErrNotFound reports that a store holds no live record for an action.
+	ErrNotFound = errors.New("ledger: no record for action")
+	// ErrCorrupt reports a stored record the package cannot read, or a
+	// Redis script whose verdict disagrees with Resolve.
+	ErrCorrupt = errors.New("ledger: corrupt record")
+)
+
+// Error is returned by Reservation.Err for an action that must not be sent
+// now. It unwraps to ErrConflict, ErrPending, ErrDelayed or ErrUncertain and
+// carries what the caller needs to act on it. Its message names the action
+// only by the start of Key.ID, never by its raw key.
+type Error struct {
+	// Err is the sentinel: ErrConflict, ErrPending, ErrDelayed or
+	// ErrUncertain.
+	Err error
+	// Key is the action.
+	Key Key
+	// Verdict is the decision that produced the error.
+	Verdict Verdict
+	// State is the stored state the decision was made on.
+	State State
+	// RetryAfter is, for ErrPending, how long the current owner's lease
+	// still runs. Zero otherwise.
+	RetryAfter time.Duration
+	// Path is the decision path in words (see Decision.Path).
+	Path []string
+}
+
+// Error returns the sentinel's text with the action's short ID and state.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Err.Error())
+	fmt.Fprintf(&b, " (action %s, stored state %s", e.Key.short(), e.State)
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, ", retry after %s", e.RetryAfter)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// Unwrap returns Err, so errors.Is(err, ErrPending) and friends work.
+func (e *Error) Unwrap() error { return e.Err }
+
+// notOwner wraps ErrNotOwner with the action's short ID.
+func notOwner(k Key) error {
+	return fmt.Errorf("%w (action %s)", ErrNotOwner, k.short())
+}

@@ -1,0 +1,20 @@
+-- attempt.lua appends one send to an action's history, fenced by the
+-- owner's token.
+--
+-- KEYS[1] the record hash
+-- ARGV[1] fencing token
+-- ARGV[2] class
+--
+-- Returns {n, now ms, owner}, or 0 when the token is not current.
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function int(n) return string.format('%d', n) end
+
+local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow')
+if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
+
+local n = redis.call('HINCRBY', KEYS[1], 'na', 1)
+local a = cjson.encode({at = int(now), class = ARGV[2], owner = f[3], token = f[2]})
+redis.call('HSET', KEYS[1], 'a' .. int(n), a)
+return {n, int(now), f[3]}

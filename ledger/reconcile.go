@@ -1,0 +1,108 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Reconciler asks the destination what became of an action whose outcome
+// is uncertain, typically with a GET by idempotency key. It must not
+// perform the action. It returns what the destination reports:
+//
+//   - StateCompleted with the destination's Outcome: it performed the
+//     action; later requests replay the Outcome;
+//   - StateFailed: it never performed the action; the next request
+//     retries it under the same key;
+//   - StateUncertain: it cannot tell; the record stays for an operator.
+//
+// An error leaves the record uncertain too.
+type Reconciler func(ctx context.Context, r Record) (Resolution, error)
+
+// Resolution is a Reconciler's finding.
+type Resolution struct {
+	// State is StateCompleted, StateFailed or StateUncertain.
+	State State
+	// Outcome is the destination's response, for StateCompleted.
+	Outcome Outcome
+	// Reason is kept with the record for StateFailed and StateUncertain.
+	// It must not contain secrets.
+	Reason string
+}
+
+// Settle records a Resolution for an action the caller owns, such as after
+// a VerdictReconcile reservation: Complete for StateCompleted, Fail
+// otherwise. Any other State is ErrInvalid and changes nothing.
+func Settle(ctx context.Context, s Store, k Key, token int64, res Resolution) error {
+	switch res.State {
+	case StateCompleted:
+		return s.Complete(ctx, k, token, res.Outcome)
+	case StateFailed:
+		return s.Fail(ctx, k, token, Failure{Reason: res.Reason})
+	case StateUncertain:
+		return s.Fail(ctx, k, token, Failure{EffectPossible: true, Reason: res.Reason})
+	}
+	return fmt.Errorf("%w: a reconciler cannot settle an action as %s", ErrInvalid, res.State)
+}
+
+// Reconciled reports what Reconcile did with one record.
+type Reconciled struct {
+	// Key is the action.
+	Key Key
+	// Verdict is what Reserve decided. Only VerdictReconcile ran the
+	// reconciler; VerdictPending, for instance, means another owner took the
+	// action over since the sweep.
+	Verdict Verdict
+	// State is the state Reconcile left the record in, when it ran the
+	// reconciler.
+	State State
+	// Err is the reconciler's or the store's error, if any.
+	Err error
+}
+
+// Reconcile runs fn over records, such as those Sweep returned. For each
+// it takes the action over with Reserve (as owner, with a reconciler, so
+// the stored fingerprint and identity are kept), asks fn, and settles the
+// record with Settle. A reconciler error records the action as uncertain,
+// so the next sweep lists it at once instead of after a lease. Reconcile
+// returns one Reconciled per record, in order, and stops early only when
+// ctx ends.
+func Reconcile(ctx context.Context, s Store, fn Reconciler, records []Record, owner string) []Reconciled {
+	out := make([]Reconciled, 0, len(records))
+	for _, rec := range records {
+		if ctx.Err() != nil {
+			break
+		}
+		out = append(out, reconcileOne(ctx, s, fn, rec, owner))
+	}
+	return out
+}
+
+func reconcileOne(ctx context.Context, s Store, fn Reconciler, rec Record, owner string) Reconciled {
+	r := Reconciled{Key: rec.Key}
+	res, err := s.Reserve(ctx, ReserveRequest{
+		Key: rec.Key, Fingerprint: rec.Fingerprint, Owner: owner, Reconciler: true,
+	})
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	r.Verdict, r.State = res.Verdict, res.Record.State
+	if res.Verdict != VerdictReconcile {
+		return r
+	}
+	found, err := fn(ctx, res.Record)
+	switch {
+	case err != nil:
+		found = Resolution{State: StateUncertain, Reason: "reconciler failed"}
+	case found.State != StateCompleted && found.State != StateFailed && found.State != StateUncertain:
+		err = fmt.Errorf("%w: reconciler returned state %s", ErrInvalid, found.State)
+		found = Resolution{State: StateUncertain, Reason: "reconciler returned an invalid state"}
+	}
+	if serr := Settle(ctx, s, rec.Key, res.Token, found); serr != nil {
+		r.Err = errors.Join(err, serr)
+		return r
+	}
+	r.State, r.Err = found.State, err
+	return r
+}

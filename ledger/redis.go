@@ -1,0 +1,238 @@
+package ledger
+
+import (
+	"context"
+	_ "embed" // the Lua scripts
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultPrefix starts every Redis key a Redis store writes when
+// RedisConfig.Prefix is zero.
+const DefaultPrefix = "retrybudget:ledger:"
+
+// The scripts, one per state change. The embed directives make a
+// missing file a build error rather than a run-time one.
+var (
+	//go:embed lua/reserve.lua
+	reserveLua string
+	//go:embed lua/renew.lua
+	renewLua string
+	//go:embed lua/attempt.lua
+	attemptLua string
+	//go:embed lua/complete.lua
+	completeLua string
+	//go:embed lua/fail.lua
+	failLua string
+)
+
+// RedisConfig configures a Redis store. The zero value is ready to use.
+type RedisConfig struct {
+	Config
+	// Prefix starts every key the store writes. Zero means DefaultPrefix.
+	// Stores sharing one Redis for different purposes need different
+	// prefixes; Sweep scans for keys under its own.
+	Prefix string
+}
+
+// Redis is the Store for a fleet: records live in Redis, so every process
+// sharing it sees one ledger. It works with a single server, a failover
+// client, a cluster or a ring.
+//
+// Each action is one hash named <prefix>{<Key.ID>}: the braces are a
+// cluster hash tag covering the whole name, so each record sits in one
+// slot, and the name holds only a hash, never the raw key. Each state
+// change is one Lua script touching that one key, reading the server's
+// TIME, so the decision is atomic and the fleet shares one clock. Records
+// expire with PEXPIREAT at their retention, extended to cover a live lease.
+//
+// Reserve and Complete cost one round trip each (EVALSHA; the first call
+// on a fresh server adds an EVAL). Sweep scans keys (see Sweep).
+type Redis struct {
+	client redis.UniversalClient
+	cfg    Config
+	prefix string
+
+	// One script per state change, each owned by the store, not by the
+	// package, so no mutable state is global.
+	reserve, renew, attempt, complete, fail *redis.Script
+}
+
+// NewRedis returns a Redis store using client. The store does not close
+// client.
+func NewRedis(client redis.UniversalClient, cfg RedisConfig) *Redis {
+	prefix := cfg.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return &Redis{
+		client:   client,
+		cfg:      cfg.Config,
+		prefix:   prefix,
+		reserve:  redis.NewScript(reserveLua),
+		renew:    redis.NewScript(renewLua),
+		attempt:  redis.NewScript(attemptLua),
+		complete: redis.NewScript(completeLua),
+		fail:     redis.NewScript(failLua),
+	}
+}
+
+// keyName returns the Redis key of k's record.
+func (r *Redis) keyName(k Key) string { return r.prefix + "{" + k.ID() + "}" }
+
+// Reserve implements Store with one script run.
+func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, error) {
+	if err := req.Key.validate(); err != nil {
+		return Reservation{}, err
+	}
+	lease, retention, err := r.cfg.durations(req.Lease, req.Retention)
+	if err != nil {
+		return Reservation{}, err
+	}
+	reply, err := r.reserve.Run(ctx, r.client, []string{r.keyName(req.Key)},
+		req.Fingerprint, req.Owner, lease.Milliseconds(), retention.Milliseconds(),
+		flag(req.Limited), flag(req.Reconciler), flag(req.KeysHonoured),
+		req.Key.Tenant, req.Key.Operation, req.Key.Key, newToken(),
+	).StringSlice()
+	if err != nil {
+		return Reservation{}, fmt.Errorf("ledger: redis reserve: %w", err)
+	}
+	if len(reply) < 5 || len(reply)%2 == 0 {
+		return Reservation{}, fmt.Errorf("%w: reserve reply of %d elements", ErrCorrupt, len(reply))
+	}
+	verdict, stored, expired := reply[0], reply[1], reply[2]
+	now, err1 := strconv.ParseInt(reply[3], 10, 64)
+	token, err2 := strconv.ParseInt(reply[4], 10, 64)
+	if err1 != nil || err2 != nil {
+		return Reservation{}, fmt.Errorf("%w: reserve reply %q", ErrCorrupt, reply[:5])
+	}
+	fields := pairs(reply[5:])
+
+	in := Input{
+		Fingerprint:  req.Fingerprint,
+		LeaseExpired: expired == "1",
+		Limited:      req.Limited,
+		Reconciler:   req.Reconciler,
+		KeysHonoured: req.KeysHonoured,
+	}
+	if stored != StateAbsent.String() {
+		if in.State, err = ParseState(stored); err != nil {
+			return Reservation{}, fmt.Errorf("%w: stored state %q", ErrCorrupt, stored)
+		}
+		// Only a new record changes the fingerprint, and then the stored
+		// one did not matter.
+		in.StoredFingerprint = fields["fp"]
+	}
+	res := Reservation{Decision: Resolve(in), Token: token}
+	if res.Verdict.String() != verdict {
+		return Reservation{}, fmt.Errorf("%w: script verdict %q, Resolve %q", ErrCorrupt, verdict, res.Verdict)
+	}
+	if len(fields) == 0 {
+		res.Record = Record{Key: req.Key}
+		return res, nil
+	}
+	if res.Record, err = decodeRecord(fields); err != nil {
+		return Reservation{}, err
+	}
+	if res.Verdict == VerdictPending {
+		res.RetryAfter = res.Record.LeaseUntil.Sub(time.UnixMilli(now))
+	}
+	return res, nil
+}
+
+// Renew implements Store.
+func (r *Redis) Renew(ctx context.Context, k Key, token int64, lease time.Duration) error {
+	lease, _, err := r.cfg.durations(lease, 0)
+	if err != nil {
+		return err
+	}
+	return r.fenced(ctx, r.renew, "renew", k, token, lease.Milliseconds())
+}
+
+// AddAttempt implements Store.
+func (r *Redis) AddAttempt(ctx context.Context, k Key, token int64, class string) (Attempt, error) {
+	reply, err := r.attempt.Run(ctx, r.client, []string{r.keyName(k)}, token, class).Result()
+	if err != nil {
+		return Attempt{}, fmt.Errorf("ledger: redis add attempt: %w", err)
+	}
+	v, ok := reply.([]any)
+	if !ok {
+		return Attempt{}, notOwner(k)
+	}
+	if len(v) != 3 {
+		return Attempt{}, fmt.Errorf("%w: attempt reply %v", ErrCorrupt, v)
+	}
+	n, _ := v[0].(int64)
+	ms, _ := v[1].(string)
+	owner, _ := v[2].(string)
+	at, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n < 1 {
+		return Attempt{}, fmt.Errorf("%w: attempt reply %v", ErrCorrupt, v)
+	}
+	return Attempt{N: int(n), At: time.UnixMilli(at), Class: class, Owner: owner, Token: token}, nil
+}
+
+// Complete implements Store.
+func (r *Redis) Complete(ctx context.Context, k Key, token int64, o Outcome) error {
+	s := r.cfg.storedOutcome(o)
+	h, err := json.Marshal(s.Header)
+	if err != nil {
+		return fmt.Errorf("ledger: encode headers: %w", err)
+	}
+	return r.fenced(ctx, r.complete, "complete", k, token,
+		s.Status, h, s.Body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted))
+}
+
+// Fail implements Store.
+func (r *Redis) Fail(ctx context.Context, k Key, token int64, f Failure) error {
+	st := StateFailed
+	if f.EffectPossible {
+		st = StateUncertain
+	}
+	return r.fenced(ctx, r.fail, "fail", k, token, st.String(), f.Reason)
+}
+
+// Get implements Store.
+func (r *Redis) Get(ctx context.Context, k Key) (Record, error) {
+	fields, err := r.client.HGetAll(ctx, r.keyName(k)).Result()
+	if err != nil {
+		return Record{}, fmt.Errorf("ledger: redis get: %w", err)
+	}
+	if len(fields) == 0 {
+		return Record{}, ErrNotFound
+	}
+	return decodeRecord(fields)
+}
+
+// fenced runs a script that returns 1 when token is current and 0 when
+// it is not.
+func (r *Redis) fenced(ctx context.Context, s *redis.Script, op string, k Key, token int64, args ...any) error {
+	n, err := s.Run(ctx, r.client, []string{r.keyName(k)}, append([]any{token}, args...)...).Int()
+	if err != nil {
+		return fmt.Errorf("ledger: redis %s: %w", op, err)
+	}
+	if n != 1 {
+		return notOwner(k)
+	}
+	return nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// pairs turns HGETALL's flat reply into a map.
+func pairs(flat []string) map[string]string {
+	m := make(map[string]string, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		m[flat[i]] = flat[i+1]
+	}
+	return m
+}

@@ -1,0 +1,107 @@
+package ledger
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps action records and applies Resolve to them atomically. Memory
+// and Redis implement it and pass the same conformance suite.
+//
+// Every method that changes a record after Reserve takes the fencing token
+// Reserve handed out. A token stops being current when another owner takes
+// the action over (VerdictRetry, VerdictResend, VerdictReconcile) or when
+// the action leaves StateInProgress; calls with a stale token fail with
+// ErrNotOwner and change nothing. An owner whose lease ran out but whom
+// nobody replaced still holds a current token: its late result is better
+// recorded than lost.
+type Store interface {
+	// Reserve reads the action's record, applies Resolve with the store's
+	// clock, and, when the Verdict owns the action, writes the new owner,
+	// lease and token, all in one atomic step. Being held or rejected is
+	// data in the Reservation, not an error.
+	Reserve(ctx context.Context, req ReserveRequest) (Reservation, error)
+	// Renew extends the owner's lease to lease from now. Zero lease means
+	// the store's Config.Lease.
+	Renew(ctx context.Context, k Key, token int64, lease time.Duration) error
+	// AddAttempt appends a send to the action's history, with class
+	// describing how it went, and returns the entry as stored.
+	AddAttempt(ctx context.Context, k Key, token int64, class string) (Attempt, error)
+	// Complete stores the destination's response and moves the action to
+	// StateCompleted. The store filters headers and caps the body as
+	// Config says.
+	Complete(ctx context.Context, k Key, token int64, o Outcome) error
+	// Fail gives the action up without an outcome: StateFailed when no
+	// effect was possible, StateUncertain otherwise.
+	Fail(ctx context.Context, k Key, token int64, f Failure) error
+	// Get returns the action's record, or ErrNotFound.
+	Get(ctx context.Context, k Key) (Record, error)
+	// Sweep lists stuck work: actions in progress whose lease ended, and
+	// actions in StateUncertain, oldest lease first. Zero limit means all.
+	Sweep(ctx context.Context, limit int) ([]Record, error)
+}
+
+// ReserveRequest asks a Store to reserve or look up an action.
+type ReserveRequest struct {
+	// Key is the action. Key.Key must not be empty.
+	Key Key
+	// Fingerprint is the request's fingerprint (see Fingerprint).
+	Fingerprint string
+	// Owner names the caller, such as a host and process ID, for
+	// operators. Zero is allowed; the fencing token, not Owner, decides
+	// who may complete.
+	Owner string
+	// Lease is how long the caller holds the action if it wins. Zero means
+	// Config.Lease.
+	Lease time.Duration
+	// Retention is how long a newly created record lives. Zero means
+	// Config.Retention. It is ignored for existing records.
+	Retention time.Duration
+	// Limited, Reconciler and KeysHonoured are passed to Resolve; see
+	// Input.
+	Limited, Reconciler, KeysHonoured bool
+}
+
+// Reservation is a Store's answer to Reserve.
+type Reservation struct {
+	// Decision is Resolve's decision on the stored state.
+	Decision
+	// Record is the record after Reserve: as written when the caller now
+	// owns the action, as found otherwise. When the action was absent and
+	// nothing was written (VerdictDelayed), only Key is set and State is
+	// StateAbsent.
+	Record Record
+	// Token is the fencing token the caller now holds, or zero when
+	// Verdict.Owns is false.
+	Token int64
+	// RetryAfter is, for VerdictPending, how long the current owner's lease
+	// still runs. Zero otherwise.
+	RetryAfter time.Duration
+}
+
+// Err returns nil when the caller may proceed (it owns the action, or gets
+// a replay) and otherwise an *Error wrapping ErrPending, ErrConflict,
+// ErrDelayed or ErrUncertain.
+func (r Reservation) Err() error {
+	var sentinel error
+	switch r.Verdict {
+	case VerdictPending:
+		sentinel = ErrPending
+	case VerdictConflict:
+		sentinel = ErrConflict
+	case VerdictDelayed:
+		sentinel = ErrDelayed
+	case VerdictUncertain:
+		sentinel = ErrUncertain
+	default:
+		return nil
+	}
+	return &Error{
+		Err:        sentinel,
+		Key:        r.Record.Key,
+		Verdict:    r.Verdict,
+		State:      r.Record.State,
+		RetryAfter: r.RetryAfter,
+		Path:       r.Path,
+	}
+}
