@@ -1,0 +1,34 @@
+package limiter
+
+import "errors"
+
+// ErrUnavailable is the sentinel for a limiter that could not reach its
+// shared store (Redis) within the decision timeout and is configured to
+// fail closed. Test for it with errors.Is; the concrete error is an
+// [*UnavailableError].
+var ErrUnavailable = errors.New("limiter: store unavailable")
+
+// ErrInvalidConfig is the sentinel wrapped by constructor errors for a
+// configuration that cannot work, such as a limit with a zero Rate.
+var ErrInvalidConfig = errors.New("limiter: invalid config")
+
+// UnavailableError reports a decision or cooldown that the shared store
+// could not serve. It matches [ErrUnavailable] with errors.Is and unwraps
+// to the store's error.
+type UnavailableError struct {
+	// Op is the operation that failed: "allow" or "cooldown".
+	Op string
+	// Err is the store's error, such as a timeout or a refused connection.
+	Err error
+}
+
+// Error returns "limiter: store unavailable: allow: <cause>".
+func (e *UnavailableError) Error() string {
+	return ErrUnavailable.Error() + ": " + e.Op + ": " + e.Err.Error()
+}
+
+// Unwrap returns the store's error.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }

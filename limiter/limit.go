@@ -1,0 +1,143 @@
+package limiter
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Limit is one rate a boundary must keep: Rate requests per Period, with
+// bursts of up to Burst requests at once.
+//
+// The algorithm is GCRA (a token bucket seen as a schedule): requests are
+// due one emission interval (Period/Rate) apart, and a boundary that has
+// been idle may send Burst of them back to back. In any window of length
+// Period at most Rate+Burst-1 requests are allowed, so Burst 1 (the zero
+// value) is the only setting that never exceeds Rate in a window, which is
+// what a provider enforcing fixed or sliding windows demands. Set Burst to
+// the provider's documented bucket size when it publishes one.
+type Limit struct {
+	// Rate is the number of requests allowed per Period. It must be
+	// positive.
+	Rate int
+
+	// Period is the span that Rate refers to. Zero means one second.
+	Period time.Duration
+
+	// Burst is the number of requests an idle boundary may send at once.
+	// Zero means 1: requests are spaced Period/Rate apart.
+	Burst int
+}
+
+// PerSecond returns a limit of rate requests per second with Burst 1.
+func PerSecond(rate int) Limit { return Limit{Rate: rate, Period: time.Second} }
+
+// PerMinute returns a limit of rate requests per minute with Burst 1.
+func PerMinute(rate int) Limit { return Limit{Rate: rate, Period: time.Minute} }
+
+// PerHour returns a limit of rate requests per hour with Burst 1.
+func PerHour(rate int) Limit { return Limit{Rate: rate, Period: time.Hour} }
+
+// Window returns the limit that allows at most n requests in any window of
+// length period, with bursts of up to burst requests (1 <= burst <= n).
+//
+// A provider that publishes "n per period" usually counts requests in
+// windows. A Limit allows up to Rate+Burst-1 requests in a window, so
+// Window sets Rate to n-burst+1: a larger burst lets work go faster for a
+// while, at the price of a lower sustained rate. For example Window(10000,
+// time.Hour, 1000) allows 1,000 requests at once and 9,001 per hour after
+// that, and never more than 10,000 in any hour.
+func Window(n int, period time.Duration, burst int) Limit {
+	return Limit{Rate: n - burst + 1, Period: period, Burst: burst}
+}
+
+// WithBurst returns a copy of l whose Burst is burst.
+func (l Limit) WithBurst(burst int) Limit {
+	l.Burst = burst
+	return l
+}
+
+// String formats l as "100/1s burst 10".
+func (l Limit) String() string {
+	return fmt.Sprintf("%d/%s burst %d", l.Rate, l.period(), l.burst())
+}
+
+func (l Limit) period() time.Duration {
+	if l.Period == 0 {
+		return time.Second
+	}
+	return l.Period
+}
+
+func (l Limit) burst() int {
+	if l.Burst == 0 {
+		return 1
+	}
+	return l.Burst
+}
+
+// validate reports why l cannot be used, wrapping ErrInvalidConfig.
+func (l Limit) validate() error {
+	switch {
+	case l.Rate <= 0:
+		return fmt.Errorf("%w: limit %v: Rate must be positive", ErrInvalidConfig, l)
+	case l.Period < 0:
+		return fmt.Errorf("%w: limit %v: Period must not be negative", ErrInvalidConfig, l)
+	case l.Burst < 0:
+		return fmt.Errorf("%w: limit %v: Burst must not be negative", ErrInvalidConfig, l)
+	case l.period() < time.Microsecond*time.Duration(l.Rate):
+		// The interval is kept in whole microseconds (the resolution of
+		// Redis TIME); a faster rate would round to zero.
+		return fmt.Errorf("%w: limit %v: more than one request per microsecond", ErrInvalidConfig, l)
+	}
+	return nil
+}
+
+// spec is a Limit reduced to what GCRA needs, after applying a share.
+type spec struct {
+	// interval is the emission interval in whole microseconds, rounded up
+	// so that rounding can only make the limiter stricter than configured.
+	interval int64
+	// burst is the number of requests allowed at once, at least 1.
+	burst int64
+}
+
+// scaled returns l's spec when only the fraction share (0 < share <= 1) of
+// it is available: the interval grows by 1/share and the burst shrinks by
+// share, but never below one request.
+func (l Limit) scaled(share float64) spec {
+	periodUS := l.period().Microseconds()
+	var interval int64
+	if share == 1 {
+		interval = (periodUS + int64(l.Rate) - 1) / int64(l.Rate)
+	} else {
+		interval = int64(math.Ceil(float64(periodUS) / (float64(l.Rate) * share)))
+	}
+	burst := int64(math.Floor(float64(l.burst()) * share))
+	return spec{interval: max(interval, 1), burst: max(burst, 1)}
+}
+
+// field names the spec inside a Redis hash, so that limiters configured
+// with the same limit share its state and a changed limit starts afresh.
+func (s spec) field() string {
+	return strconv.FormatInt(s.interval, 10) + ":" + strconv.FormatInt(s.burst, 10)
+}
+
+// duration returns the emission interval as a time.Duration.
+func (s spec) duration() time.Duration { return time.Duration(s.interval) * time.Microsecond }
+
+// specs validates limits and returns their specs at the given share.
+func specs(limits []Limit, share float64) ([]spec, error) {
+	out := make([]spec, 0, len(limits))
+	for _, l := range limits {
+		if err := l.validate(); err != nil {
+			return nil, err
+		}
+		out = append(out, l.scaled(share))
+	}
+	return out, nil
+}
+
+// validShare reports whether share may be used as a fraction of a limit.
+func validShare(share float64) bool { return share > 0 && share <= 1 }

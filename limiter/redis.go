@@ -1,0 +1,391 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisConfig configures a [Redis] limiter. The zero value is a fleet-wide
+// cooldown without rate limits, failing open.
+type RedisConfig struct {
+	// Limits are checked together for every boundary, atomically in one
+	// script: a request is allowed only if every limit has a token, and
+	// nothing is taken if any refuses. Empty means no rate limit: only
+	// cooldowns pause a boundary.
+	Limits []Limit
+
+	// OwnerShare, when positive, additionally holds each owner (tenant) of
+	// a boundary to this fraction of every limit, checked in the same
+	// script, so one owner's backlog cannot take the whole boundary. It
+	// must be at most 1. Zero means no per-owner limit.
+	OwnerShare float64
+
+	// Prefix starts every key. It must not contain '{' or '}'. Empty means
+	// [DefaultPrefix].
+	Prefix string
+
+	// Timeout bounds one decision or cooldown round trip, including
+	// connection set-up and go-redis retries. Zero means 50ms.
+	Timeout time.Duration
+
+	// OnUnavailable says what happens when Redis does not answer in time.
+	// Zero means [FailOpen].
+	OnUnavailable Policy
+
+	// FallbackShare is the fraction of every limit that one process may
+	// use on its own while Redis is unavailable and the policy is
+	// [FailOpen]; set it to about 1/(number of processes). It must be at
+	// most 1. Zero means 0.25.
+	FallbackShare float64
+
+	// ProbeInterval is how often an unavailable Redis is tried again;
+	// decisions in between go straight to the policy, so an outage costs
+	// one timeout per interval rather than one per decision. Zero means one
+	// second.
+	ProbeInterval time.Duration
+
+	// Lease, when above 1, takes up to Lease tokens per round trip and
+	// spends the spare ones locally, for hot boundaries. Zero means no
+	// leasing: one round trip per decision. See [Redis] for the overshoot
+	// it allows.
+	Lease int
+
+	// LeaseTTL is how long leased tokens may be spent. Zero means 100ms.
+	LeaseTTL time.Duration
+
+	// MaxCooldown caps a single cooldown, so that a hostile or broken
+	// Retry-After cannot pause a boundary for days. Zero means five
+	// minutes.
+	MaxCooldown time.Duration
+
+	// Logger receives one line when Redis becomes unavailable and one
+	// when it recovers. Keys and boundaries are never logged. Nil means
+	// silent.
+	Logger *slog.Logger
+}
+
+// Default values for zero RedisConfig fields.
+const (
+	defaultTimeout       = 50 * time.Millisecond
+	defaultFallbackShare = 0.25
+	defaultProbeInterval = time.Second
+	defaultLeaseTTL      = 100 * time.Millisecond
+)
+
+// Redis is a [Limiter] whose state lives in Redis, shared by every process
+// that uses the same Redis and Prefix: a fleet of workers sharing one
+// credential shares one limit. It works with any redis.UniversalClient:
+// standalone, sentinel (failover) or cluster.
+//
+// Each decision is one round trip running one Lua script, which reads
+// Redis TIME (the fleet's one clock), checks the boundary's cooldown and
+// every limit (and the owner's share), and takes a token from all of them
+// or from none. The script runs with EVALSHA, falling back to EVAL the
+// first time a server lacks it. All keys of a boundary share a hash tag,
+// so a cluster keeps them on one slot.
+//
+// With leasing (RedisConfig.Lease), one round trip takes up to Lease
+// tokens and the spare ones are spent locally for up to LeaseTTL. The
+// fleet still never spends more tokens than the limit grants, but may
+// spend them up to LeaseTTL late: in any window of length W it sends at
+// most what the limit grants in W+LeaseTTL. Unused leased tokens expire
+// and are lost, and a cooldown set by another process takes effect here
+// within LeaseTTL.
+//
+// When Redis fails to answer within Timeout, the decision follows
+// OnUnavailable, the failure is logged once, and Redis is probed again
+// every ProbeInterval until it answers. Redis never panics and never
+// blocks longer than Timeout, even with a client whose
+// ContextTimeoutEnabled is false.
+//
+// Redis is safe for concurrent use.
+type Redis struct {
+	rdb       redis.UniversalClient
+	decide    *redis.Script
+	pause     *redis.Script
+	keys      keyspace
+	boundary  []any // script arguments for the boundary's limits
+	owner     []any // script arguments for an owner's share; nil without
+	hasLimits bool
+
+	timeout     time.Duration
+	maxCooldown time.Duration
+	policy      Policy
+	lease       int
+	// detached runs calls in a goroutine because the client would let a
+	// stalled socket outlive the context deadline.
+	detached bool
+
+	// local remembers cooldowns seen or set by this process, so a paused
+	// boundary costs no round trips, and with FailOpen is the fallback.
+	local  *Local
+	leases *leases // nil without leasing
+	health health
+
+	// now is the clock seam: time.Now except in tests.
+	now func() time.Time
+}
+
+// NewRedis returns a Redis limiter using rdb. It fails with an error
+// wrapping [ErrInvalidConfig] when the configuration cannot work. It does
+// not contact Redis.
+func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidConfig)
+	}
+	ks, err := newKeyspace(cfg.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	bspecs, ospecs, err := groupSpecs(cfg.Limits, cfg.OwnerShare)
+	if err != nil {
+		return nil, err
+	}
+	fallback := cmp0(cfg.FallbackShare, defaultFallbackShare)
+	if !validShare(fallback) {
+		return nil, errShare("FallbackShare", fallback)
+	}
+	if cfg.OnUnavailable != FailOpen && cfg.OnUnavailable != FailClosed {
+		return nil, fmt.Errorf("%w: unknown OnUnavailable %d", ErrInvalidConfig, cfg.OnUnavailable)
+	}
+	if cfg.Timeout < 0 || cfg.ProbeInterval < 0 || cfg.LeaseTTL < 0 || cfg.MaxCooldown < 0 || cfg.Lease < 0 {
+		return nil, fmt.Errorf("%w: negative duration or lease", ErrInvalidConfig)
+	}
+
+	// The fallback holds FallbackShare of each limit, and the owner's
+	// share of that.
+	scaled := make([]Limit, 0, len(cfg.Limits))
+	for _, l := range cfg.Limits {
+		s := l.scaled(fallback)
+		scaled = append(scaled, Limit{Rate: 1, Period: s.duration(), Burst: int(s.burst)})
+	}
+	local, err := NewLocal(LocalConfig{Limits: scaled, OwnerShare: cfg.OwnerShare, MaxCooldown: cfg.MaxCooldown})
+	if err != nil {
+		return nil, err
+	}
+
+	l := &Redis{
+		rdb:         rdb,
+		decide:      redis.NewScript(decideLua),
+		pause:       redis.NewScript(cooldownLua),
+		keys:        ks,
+		boundary:    scriptArgs(bspecs),
+		hasLimits:   len(bspecs) > 0,
+		timeout:     cmp0(cfg.Timeout, defaultTimeout),
+		maxCooldown: cmp0(cfg.MaxCooldown, defaultMaxCooldown),
+		policy:      cfg.OnUnavailable,
+		lease:       cfg.Lease,
+		detached:    !honoursContext(rdb),
+		local:       local,
+		health: health{
+			interval: cmp0(cfg.ProbeInterval, defaultProbeInterval),
+			logger:   cfg.Logger,
+			policy:   cfg.OnUnavailable,
+		},
+		now: time.Now,
+	}
+	if ospecs != nil {
+		l.owner = scriptArgs(ospecs)
+	}
+	if cfg.Lease > 1 && l.hasLimits {
+		l.leases = newLeases(cmp0(cfg.LeaseTTL, defaultLeaseTTL))
+	}
+	return l, nil
+}
+
+// Allow decides r for the whole fleet. It returns an error only when Redis
+// is unavailable and the policy is [FailClosed] (an [*UnavailableError]),
+// or when ctx is done.
+func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
+	now := l.now()
+	if until := l.local.cooldownUntil(r.Boundary, now); !until.IsZero() {
+		return cooldownDecision(until, now), nil
+	}
+	lk := leaseKey{boundary: r.Boundary}
+	if l.owner != nil {
+		lk.owner = r.Owner
+	}
+	if l.leases != nil && l.leases.take(lk, now) {
+		return Decision{Allowed: true}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err
+	}
+	if ok, err := l.health.attempt(now); !ok {
+		return l.unavailable(r, now, err)
+	}
+
+	want := 1
+	if l.leases != nil {
+		want = l.lease
+	}
+	keys, args := l.decisionCall(r, want)
+	reply, err := l.run(ctx, l.decide, keys, args)
+	if err != nil {
+		if ctx.Err() != nil {
+			// The caller gave up; that says nothing about Redis.
+			return Decision{}, ctx.Err()
+		}
+		l.health.failed(l.now(), err)
+		return l.unavailable(r, now, err)
+	}
+	l.health.succeeded()
+	granted, wait, reason, err := parseDecision(reply)
+	if err != nil {
+		return Decision{}, err
+	}
+	if granted > 0 {
+		if l.leases != nil {
+			l.leases.put(lk, int(granted-1), now)
+		}
+		return Decision{Allowed: true}, nil
+	}
+	d := Decision{RetryAfter: ceilMicro(wait)}
+	switch reason {
+	case 3:
+		// Remember the pause, so this process asks no more until it ends.
+		d.CooldownUntil = l.local.cooldownAt(r.Boundary, now.Add(wait), now)
+		d.Reason = ReasonCooldown
+	case 2:
+		d.Reason = ReasonOwner
+	default:
+		d.Reason = ReasonRate
+	}
+	return d, nil
+}
+
+// decisionCall returns the keys and arguments of decide.lua for r.
+func (l *Redis) decisionCall(r Request, want int) ([]string, []any) {
+	owner := ""
+	if l.owner != nil {
+		owner = r.Owner
+	}
+	bk := l.keys.keys(r.Boundary, owner)
+	keys := make([]string, 1, 3)
+	keys[0] = bk.cooldown
+	args := make([]any, 1, 1+len(l.boundary)+len(l.owner))
+	args[0] = want
+	if l.hasLimits {
+		keys = append(keys, bk.rate)
+		args = append(args, l.boundary...)
+		if owner != "" {
+			keys = append(keys, bk.owner)
+			args = append(args, l.owner...)
+		}
+	}
+	return keys, args
+}
+
+// unavailable applies the policy to a decision Redis could not make.
+func (l *Redis) unavailable(r Request, now time.Time, cause error) (Decision, error) {
+	if l.policy == FailClosed {
+		return Decision{}, &UnavailableError{Op: "allow", Err: cause}
+	}
+	d := l.local.AllowAt(r, now)
+	d.Fallback = true
+	return d, nil
+}
+
+// Cooldown pauses boundary for the whole fleet until the given time,
+// capped at MaxCooldown from now. The pause takes effect in this process
+// at once, whatever Redis does; the error, an [*UnavailableError], only
+// reports that other processes may not have been told.
+func (l *Redis) Cooldown(ctx context.Context, boundary string, until time.Time) error {
+	now := l.now()
+	length := min(until.Sub(now), l.maxCooldown)
+	if length <= 0 {
+		return nil
+	}
+	l.local.cooldownAt(boundary, now.Add(length), now)
+	if l.leases != nil {
+		l.leases.drop(boundary)
+	}
+	if ok, err := l.health.attempt(now); !ok {
+		return &UnavailableError{Op: "cooldown", Err: err}
+	}
+	keys := []string{l.keys.keys(boundary, "").cooldown}
+	// Round up to whole microseconds: a pause must never end early.
+	_, err := l.run(ctx, l.pause, keys, []any{ceilMicro(length).Microseconds()})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		l.health.failed(l.now(), err)
+		return &UnavailableError{Op: "cooldown", Err: err}
+	}
+	l.health.succeeded()
+	return nil
+}
+
+// run runs script with a deadline of l.timeout.
+func (l *Redis) run(ctx context.Context, s *redis.Script, keys []string, args []any) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	if !l.detached {
+		return s.Run(ctx, l.rdb, keys, args...).Result()
+	}
+	// The client ignores the deadline once a command is on the wire, so a
+	// stalled server would hold this call for the client's ReadTimeout.
+	// Wait in a goroutine instead; it ends when the client gives up, and
+	// its result is dropped.
+	type result struct {
+		v   any
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := s.Run(ctx, l.rdb, keys, args...).Result()
+		done <- result{v, err}
+	}()
+	select {
+	case res := <-done:
+		return res.v, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// honoursContext reports whether rdb applies context deadlines to socket
+// reads and writes; go-redis does only with ContextTimeoutEnabled.
+func honoursContext(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// scriptArgs returns the decide.lua arguments describing one group.
+func scriptArgs(specs []spec) []any {
+	args := make([]any, 0, 1+3*len(specs))
+	args = append(args, len(specs))
+	for _, s := range specs {
+		args = append(args, s.field(), s.interval, s.burst)
+	}
+	return args
+}
+
+// errReply reports a script reply of an unexpected shape.
+var errReply = errors.New("limiter: unexpected script reply")
+
+// parseDecision reads decide.lua's reply {granted, wait_us, reason}.
+func parseDecision(v any) (granted int64, wait time.Duration, reason int64, err error) {
+	vals, ok := v.([]any)
+	if !ok || len(vals) != 3 {
+		return 0, 0, 0, fmt.Errorf("%w: %v", errReply, v)
+	}
+	var n [3]int64
+	for i, x := range vals {
+		if n[i], ok = x.(int64); !ok {
+			return 0, 0, 0, fmt.Errorf("%w: %v", errReply, v)
+		}
+	}
+	return n[0], time.Duration(n[1]) * time.Microsecond, n[2], nil
+}
