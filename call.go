@@ -28,6 +28,7 @@ type call struct {
 	// request was written; only needed when repeatable is false.
 	traced   bool
 	body     requestBody
+	dest     string // the destination for the Budget and the Throttle
 	deadline time.Time // zero when the call has none
 	bo       *backoff.ExponentialBackOff
 	out      Outcome
@@ -43,7 +44,7 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &call{t: t, req: req, header: req.Header}
+	c := &call{t: t, req: req, header: req.Header, dest: t.cfg.Destination(req)}
 	c.out.Key = key
 	if src == keyAction || src == keyGenerated {
 		c.header = req.Header.Clone()
@@ -73,6 +74,11 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 // run sends attempts until one succeeds or the call must stop.
 func (c *call) run() (*http.Response, error) {
 	ctx := c.req.Context()
+	if th := c.t.cfg.Throttle; th != nil && !th.allow(c.dest, c.t.clock.Now()) {
+		c.out.Class = ClassCapacity
+		return c.giveUp(nil, nil, ErrThrottled, func() {})
+	}
+	c.t.cfg.Budget.Deposit(ctx, c.dest)
 	for {
 		a := c.attempt()
 		if a.bodyErr {
@@ -125,6 +131,9 @@ func (c *call) attempt() attemptResult {
 	}
 	cls := c.t.cfg.Classifier.Classify(&c.res)
 	c.record(cls, resp)
+	if th := c.t.cfg.Throttle; th != nil {
+		th.record(c.dest, c.res.Now, cls.Class == ClassSuccess || cls.Class == ClassBusiness)
+	}
 	if obs := c.t.cfg.Observer.Attempt; obs != nil {
 		ev := AttemptEvent{Request: c.req, Attempt: c.out.Attempts, Key: c.out.Key,
 			Class: cls.Class, Err: err, Duration: c.res.Now.Sub(start)}
@@ -211,8 +220,20 @@ func (c *call) decide(cls Classification) waitPlan {
 		plan.stop = ErrAttemptsExhausted
 	case !c.body.replayable():
 		plan.stop = ErrBodyNotReplayable
+	case !c.withdraw():
+		plan.stop = ErrBudgetExhausted
 	}
 	return plan
+}
+
+// withdraw asks the Budget for one retry and reports the decision to the
+// Observer.
+func (c *call) withdraw() bool {
+	d := c.t.cfg.Budget.Withdraw(c.req.Context(), c.dest)
+	if obs := c.t.cfg.Observer.Budget; obs != nil {
+		obs(BudgetEvent{Request: c.req, Destination: c.dest, Decision: d})
+	}
+	return d.Allowed
 }
 
 // finish returns a successful response with its Outcome attached.

@@ -40,9 +40,13 @@ func (f *fakeClock) Sleeps() []time.Duration {
 }
 
 // newFakeTransport returns a Transport whose waits go through a fake clock.
+// A nil Budget becomes a default LocalBudget on the same fake clock.
 func newFakeTransport(cfg Config) (*Transport, *fakeClock) {
-	t := New(cfg)
 	fc := newFakeClock()
+	if cfg.Budget == nil {
+		cfg.Budget = newLocalBudget(BudgetConfig{}, fc.Now)
+	}
+	t := New(cfg)
 	t.clock = fc
 	return t, fc
 }

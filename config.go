@@ -69,6 +69,18 @@ type Config struct {
 	// dropped with the connection. Zero means 64 KiB.
 	MaxDrain int64
 
+	// Budget bounds retries to a fraction of traffic per destination.
+	// Nil means a LocalBudget with the default BudgetConfig (10% of first
+	// attempts plus 10 retries per second, over 10s) for this Transport;
+	// UnlimitedBudget{} turns the bound off.
+	Budget Budget
+	// Destination names the destination a request counts against in the
+	// Budget and the Throttle. Nil means the request's URL host.
+	Destination func(*http.Request) string
+	// Throttle, when set, rejects a share of new calls locally while the
+	// provider accepts far fewer attempts than are sent. Nil means off.
+	Throttle *AdaptiveThrottle
+
 	// Classifier decides each attempt's Class. Nil means
 	// DefaultClassifier.
 	Classifier Classifier
@@ -115,8 +127,17 @@ func (c Config) withDefaults() Config {
 	if c.MaxDrain <= 0 {
 		c.MaxDrain = DefaultMaxDrain
 	}
+	if c.Budget == nil {
+		c.Budget = NewLocalBudget(BudgetConfig{})
+	}
+	if c.Destination == nil {
+		c.Destination = hostOf
+	}
 	if c.Classifier == nil {
 		c.Classifier = DefaultClassifier{}
 	}
 	return c
 }
+
+// hostOf is the default Destination: the request's URL host.
+func hostOf(r *http.Request) string { return r.URL.Host }

@@ -27,6 +27,13 @@ var (
 	// ErrRejected means the provider rejected the request (ClassBusiness);
 	// repeating it unchanged will not help.
 	ErrRejected = errors.New("retrybudget: rejected by the provider")
+	// ErrBudgetExhausted means the retry budget refused a retry: the
+	// provider is failing for many calls, and retrying them all would
+	// multiply the load. The last response or error is returned at once.
+	ErrBudgetExhausted = errors.New("retrybudget: retry budget exhausted")
+	// ErrThrottled means adaptive throttling rejected the call before it
+	// was sent, because the provider has been refusing most attempts.
+	ErrThrottled = errors.New("retrybudget: throttled locally: the provider is refusing most requests")
 	// ErrBodyNotReplayable means a retry was needed but the request body
 	// could not be sent again: it had no GetBody and was larger than
 	// Config.MaxBodyBuffer.

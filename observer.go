@@ -16,6 +16,19 @@ type Observer struct {
 	Retry func(RetryEvent)
 	// GiveUp is called when a call ends without success.
 	GiveUp func(GiveUpEvent)
+	// Budget is called after every retry budget decision.
+	Budget func(BudgetEvent)
+}
+
+// BudgetEvent describes one retry budget decision.
+type BudgetEvent struct {
+	// Request is the caller's request.
+	Request *http.Request
+	// Destination is the budget's destination key.
+	Destination string
+	// Decision is the budget's answer; Decision.Ratio() is the current
+	// retries per first attempt.
+	Decision BudgetDecision
 }
 
 // AttemptEvent describes one finished attempt.

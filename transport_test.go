@@ -152,7 +152,7 @@ func TestBackoffIsExponentialAndCapped(t *testing.T) {
 
 func TestJitterStaysInRange(t *testing.T) {
 	p := newProvider(t, status(503))
-	tr, fc := newFakeTransport(Config{MaxAttempts: 40, BaseDelay: 100 * time.Millisecond, MaxDelay: 100 * time.Millisecond, Jitter: 0.5})
+	tr, fc := newFakeTransport(Config{Budget: UnlimitedBudget{}, MaxAttempts: 40, BaseDelay: 100 * time.Millisecond, MaxDelay: 100 * time.Millisecond, Jitter: 0.5})
 	resp, err := send(t, tr, context.Background(), "GET", p.URL, "")
 	if err != nil {
 		t.Fatal(err)
