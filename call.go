@@ -28,7 +28,7 @@ type call struct {
 	// request was written; only needed when repeatable is false.
 	traced   bool
 	body     requestBody
-	dest     string // the destination for the Budget and the Throttle
+	dest     string    // the destination for the Budget and the Throttle
 	deadline time.Time // zero when the call has none
 	bo       *backoff.ExponentialBackOff
 	out      Outcome
