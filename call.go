@@ -29,6 +29,8 @@ type call struct {
 	traced   bool
 	body     requestBody
 	dest     string    // the destination for the Budget and the Throttle
+	boundary string    // the limiter boundary; empty without a Limiter
+	owner    string    // the tenant, for the limiter's per-owner share
 	deadline time.Time // zero when the call has none
 	bo       *backoff.ExponentialBackOff
 	out      Outcome
@@ -53,6 +55,9 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 		}
 		c.header.Set(t.cfg.KeyHeader, key)
 		c.keyAdded = true
+	}
+	if t.cfg.Limiter != nil {
+		c.boundary, c.owner = t.cfg.Boundary(req), ownerOf(req.Context())
 	}
 	c.repeatable = isIdempotent(req.Method) || src == keyCaller || src == keyAction ||
 		(src == keyGenerated && t.cfg.KeysHonoured)
@@ -80,6 +85,10 @@ func (c *call) run() (*http.Response, error) {
 	}
 	c.t.cfg.Budget.Deposit(ctx, c.dest)
 	for {
+		if reason, cause := c.admit(); reason != nil {
+			c.out.Class = ClassCapacity
+			return c.giveUp(nil, cause, reason, func() {})
+		}
 		a := c.attempt()
 		if a.bodyErr {
 			return c.giveUp(nil, a.err, ErrBodyNotReplayable, a.cancel)
@@ -131,6 +140,7 @@ func (c *call) attempt() attemptResult {
 	}
 	cls := c.t.cfg.Classifier.Classify(&c.res)
 	c.record(cls, resp)
+	c.cooldown(cls)
 	if th := c.t.cfg.Throttle; th != nil {
 		th.record(c.dest, c.res.Now, cls.Class == ClassSuccess || cls.Class == ClassBusiness)
 	}

@@ -3,6 +3,8 @@ package retrybudget
 import (
 	"net/http"
 	"time"
+
+	"github.com/retrybudget/retrybudget/limiter"
 )
 
 // Defaults applied to the zero fields of a Config.
@@ -81,6 +83,14 @@ type Config struct {
 	// provider accepts far fewer attempts than are sent. Nil means off.
 	Throttle *AdaptiveThrottle
 
+	// Limiter, when set, is waited on before every attempt, first
+	// attempts and retries alike, and is told to pause a boundary when the
+	// provider answers 429 or 503 with Retry-After. Nil means no limit.
+	Limiter limiter.Limiter
+	// Boundary maps a request to the limiter boundary it counts against
+	// (see limiter.ByCredential). Nil means the request's URL host.
+	Boundary limiter.Boundary
+
 	// Classifier decides each attempt's Class. Nil means
 	// DefaultClassifier.
 	Classifier Classifier
@@ -132,6 +142,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Destination == nil {
 		c.Destination = hostOf
+	}
+	if c.Boundary == nil {
+		c.Boundary = hostOf
 	}
 	if c.Classifier == nil {
 		c.Classifier = DefaultClassifier{}

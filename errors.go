@@ -34,6 +34,13 @@ var (
 	// ErrThrottled means adaptive throttling rejected the call before it
 	// was sent, because the provider has been refusing most attempts.
 	ErrThrottled = errors.New("retrybudget: throttled locally: the provider is refusing most requests")
+	// ErrRateLimited means the shared rate limit (Config.Limiter) would
+	// make the call wait past the deadline or MaxWait; RetryAt is when the
+	// limiter expects room. Nothing was sent for the refused attempt.
+	ErrRateLimited = errors.New("retrybudget: rate limit wait cannot fit the deadline")
+	// ErrLimiter means the rate limiter could not decide (for example its
+	// store is down and it fails closed); the Cause says why.
+	ErrLimiter = errors.New("retrybudget: rate limiter unavailable")
 	// ErrBodyNotReplayable means a retry was needed but the request body
 	// could not be sent again: it had no GetBody and was larger than
 	// Config.MaxBodyBuffer.

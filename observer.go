@@ -18,6 +18,8 @@ type Observer struct {
 	GiveUp func(GiveUpEvent)
 	// Budget is called after every retry budget decision.
 	Budget func(BudgetEvent)
+	// Limited is called when the rate limiter makes an attempt wait.
+	Limited func(LimitEvent)
 }
 
 // BudgetEvent describes one retry budget decision.
