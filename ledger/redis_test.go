@@ -1,0 +1,157 @@
+package ledger
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrybudget/retrybudget/internal/redistest"
+)
+
+// redisShort is the lease and retention the Redis suite waits out: long
+// enough to be far above scheduling noise, short enough to keep the suite
+// quick.
+const redisShort = 150 * time.Millisecond
+
+// pollBound caps every wait on Redis, so a broken expiry fails instead of
+// hanging.
+const pollBound = 10 * time.Second
+
+func newRedisHarness(client redis.UniversalClient) func(t *testing.T) harness {
+	return func(t *testing.T) harness {
+		s := NewRedis(client, RedisConfig{Prefix: redistest.Prefix(t)})
+		return harness{
+			Store:   s,
+			advance: func(t *testing.T, d time.Duration) { waitServerTime(t, client, d) },
+			waitGone: func(t *testing.T, k Key) {
+				poll(t, "record to expire", func() bool {
+					n, err := client.Exists(t.Context(), s.keyName(k)).Result()
+					if err != nil {
+						t.Fatal(err)
+					}
+					return n == 0
+				})
+			},
+			short: redisShort,
+		}
+	}
+}
+
+// waitServerTime returns once the server's clock has moved d past its
+// reading at the call, because leases are judged by server TIME.
+func waitServerTime(t *testing.T, c redis.UniversalClient, d time.Duration) {
+	t.Helper()
+	start, err := c.Time(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "server time to pass "+d.String(), func() bool {
+		now, err := c.Time(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return now.Sub(start) >= d
+	})
+}
+
+// poll checks cond until it holds, for at most pollBound.
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(pollBound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s after %s", what, pollBound)
+		}
+		time.Sleep(5 * time.Millisecond) // poll interval, not synchronisation
+	}
+}
+
+func TestRedisConformance(t *testing.T) {
+	runConformance(t, newRedisHarness(redistest.Client(t)))
+}
+
+func TestRedisClusterConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-master cluster")
+	}
+	c := redistest.StartCluster(t)
+	runConformance(t, newRedisHarness(c.Client(t)))
+}
+
+// TestRedisKeyLayout pins the key name (hash tag over a hash, never the
+// raw identity) and the expiry set from server time.
+func TestRedisKeyLayout(t *testing.T) {
+	client := redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	s := NewRedis(client, RedisConfig{Prefix: prefix})
+	k := Key{Tenant: "acme", Operation: "charge", Key: "sk_live_secret-ish"}
+	if _, err := s.Reserve(t.Context(), ReserveRequest{Key: k, Fingerprint: fpA, Retention: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := client.Keys(t.Context(), globEscape(prefix)+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != prefix+"{"+k.ID()+"}" {
+		t.Fatalf("keys %q", keys)
+	}
+	if strings.Contains(keys[0], "acme") || strings.Contains(keys[0], "secret") {
+		t.Fatalf("key name %q carries the raw identity", keys[0])
+	}
+	ttl, err := client.PTTL(t.Context(), keys[0]).Result()
+	if err != nil || ttl <= 59*time.Minute || ttl > time.Hour {
+		t.Fatalf("PTTL = %s, %v; want about the retention", ttl, err)
+	}
+	if NewRedis(client, RedisConfig{}).keyName(k) != DefaultPrefix+"{"+k.ID()+"}" {
+		t.Fatal("zero Prefix does not mean DefaultPrefix")
+	}
+}
+
+// TestRedisCorruptRecord pins that an unreadable record is an error, not a
+// guess.
+func TestRedisCorruptRecord(t *testing.T) {
+	client := redistest.Client(t)
+	s := NewRedis(client, RedisConfig{Prefix: redistest.Prefix(t)})
+	for _, st := range []string{"bogus", "absent"} {
+		k := Key{Key: st}
+		if err := client.HSet(t.Context(), s.keyName(k), "st", st, "fp", fpA, "ca", "1", "ea", "1", "lu", "0", "na", "0").Err(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Del(t.Context(), s.keyName(k)) })
+		if _, err := s.Get(t.Context(), k); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Get with st=%s: %v, want ErrCorrupt", st, err)
+		}
+	}
+	if _, err := s.Reserve(t.Context(), ReserveRequest{Key: Key{Key: "bogus"}, Fingerprint: fpA}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Reserve over st=bogus: %v, want ErrCorrupt", err)
+	}
+	if _, err := s.Sweep(t.Context(), 0); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Sweep over corrupt records: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestRedisScriptCacheFlushed pins the EVALSHA fallback: a server that
+// lost its script cache (restart, failover, SCRIPT FLUSH) still works.
+func TestRedisScriptCacheFlushed(t *testing.T) {
+	srv := redistest.Start(t) // private: SCRIPT FLUSH is server-wide
+	client := srv.Client(t)
+	s := NewRedis(client, RedisConfig{})
+	res, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(t.Context(), keyA, res.Token, Outcome{Status: 200}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGlobEscape(t *testing.T) {
+	if got := globEscape(`a*b?c[d]e\f{g}`); got != `a\*b\?c\[d\]e\\f{g}` {
+		t.Fatalf("globEscape = %q", got)
+	}
+}
