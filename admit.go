@@ -53,14 +53,35 @@ func (c *call) admit() (reason, cause error) {
 }
 
 // cooldown pauses the whole boundary when the provider said when to come
-// back on a capacity answer, so every worker sharing it stops at once. A
-// failure to store the pause only loses that fleet-wide benefit.
+// back on a capacity answer, or that the quota is spent until a reset, so
+// every worker sharing it stops at once. A failure to store the pause only
+// loses that fleet-wide benefit.
 func (c *call) cooldown(cls Classification) {
 	lim := c.t.cfg.Limiter
-	if lim == nil || cls.Class != ClassCapacity || cls.RetryAt.IsZero() {
+	if lim == nil {
 		return
 	}
-	_ = lim.Cooldown(c.req.Context(), c.boundary, cls.RetryAt)
+	until := cls.PauseUntil
+	if cls.Class == ClassCapacity && cls.RetryAt.After(until) {
+		until = cls.RetryAt
+	}
+	if until.IsZero() {
+		return
+	}
+	if obs := c.t.cfg.Observer.Cooldown; obs != nil {
+		obs(CooldownEvent{Request: c.req, Boundary: c.boundary, Until: until})
+	}
+	_ = lim.Cooldown(c.req.Context(), c.boundary, until)
+}
+
+// CooldownEvent describes a pause of a whole limiter boundary.
+type CooldownEvent struct {
+	// Request is the caller's request whose answer caused the pause.
+	Request *http.Request
+	// Boundary is the paused limiter boundary.
+	Boundary string
+	// Until is the end of the pause.
+	Until time.Time
 }
 
 // LimitEvent describes a wait imposed by the rate limiter.

@@ -213,10 +213,13 @@ func (c *call) decide(cls Classification) waitPlan {
 	if ctxErr := c.req.Context().Err(); ctxErr != nil {
 		return waitPlan{stop: ctxErr}
 	}
-	if !cls.Class.retryable(c.repeatable) {
-		if cls.Class == ClassBusiness {
-			return waitPlan{stop: ErrRejected}
-		}
+	switch {
+	case cls.Hint == HintNoRetry:
+		return waitPlan{stop: ErrRejected}
+	case cls.Hint == HintRetry:
+	case cls.Class == ClassBusiness:
+		return waitPlan{stop: ErrRejected}
+	case !cls.Class.retryable(c.repeatable):
 		return waitPlan{stop: ErrUncertain}
 	}
 	if c.bo == nil {

@@ -47,7 +47,27 @@ type Classification struct {
 	RetryAt time.Time
 	// Problem holds the RFC 9457 problem details the provider sent, if any.
 	Problem *Problem
+	// Hint is the provider's own word on retrying this attempt, such as
+	// Stripe-Should-Retry; it overrides what the Class alone decides.
+	Hint RetryHint
+	// PauseUntil, when set, pauses the whole limiter boundary until then,
+	// even after a success: a rate-limit header said the quota is spent.
+	PauseUntil time.Time
 }
+
+// RetryHint is a provider's explicit advice on retrying an attempt.
+type RetryHint int
+
+const (
+	// HintNone leaves the decision to the Class.
+	HintNone RetryHint = iota
+	// HintRetry says the attempt may be retried whatever its Class, for
+	// example Stripe-Should-Retry: true on a 409 lock conflict.
+	HintRetry
+	// HintNoRetry says the attempt must not be retried whatever its
+	// Class, for example Stripe-Should-Retry: false on a 500.
+	HintNoRetry
+)
 
 // DefaultClassifier is the Classifier the Transport uses when Config has
 // none. Its rules are the classification table in the README. The zero value

@@ -14,14 +14,16 @@ import (
 //
 //	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{})}
 type Transport struct {
-	cfg   Config
-	clock clock
+	cfg    Config
+	clock  clock
+	routes []route
 }
 
 // New returns a Transport configured by cfg, whose zero fields take their
 // documented defaults.
 func New(cfg Config) *Transport {
-	return &Transport{cfg: cfg.withDefaults(), clock: realClock{}}
+	cfg = cfg.withDefaults()
+	return &Transport{cfg: cfg, clock: realClock{}, routes: newRoutes(cfg)}
 }
 
 // RoundTrip implements http.RoundTripper. It never modifies req. Any
@@ -30,6 +32,11 @@ func New(cfg Config) *Transport {
 // gave up on it. When there is no response to return, the error is an
 // *Error.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.routes) > 0 && req.URL != nil {
+		if rt := match(t.routes, req); rt != nil {
+			return rt.RoundTrip(req)
+		}
+	}
 	c, err := t.newCall(req)
 	if err != nil {
 		if req.Body != nil {
@@ -47,5 +54,10 @@ func (t *Transport) CloseIdleConnections() {
 	type closer interface{ CloseIdleConnections() }
 	if c, ok := t.cfg.Base.(closer); ok {
 		c.CloseIdleConnections()
+	}
+	for _, r := range t.routes {
+		if r.t.cfg.Base != t.cfg.Base {
+			r.t.CloseIdleConnections()
+		}
 	}
 }

@@ -48,5 +48,8 @@ func newFakeTransport(cfg Config) (*Transport, *fakeClock) {
 	}
 	t := New(cfg)
 	t.clock = fc
+	for _, r := range t.routes {
+		r.t.clock = fc
+	}
 	return t, fc
 }

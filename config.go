@@ -94,6 +94,9 @@ type Config struct {
 	// Classifier decides each attempt's Class. Nil means
 	// DefaultClassifier.
 	Classifier Classifier
+	// Routes give requests to some destinations their own policy; the
+	// rest use this Config. Nil means one policy for every destination.
+	Routes []Route
 	// Observer receives attempt, retry and give-up events. Its nil
 	// fields are skipped; the zero value observes nothing.
 	Observer Observer

@@ -20,6 +20,41 @@ type Observer struct {
 	Budget func(BudgetEvent)
 	// Limited is called when the rate limiter makes an attempt wait.
 	Limited func(LimitEvent)
+	// Cooldown is called when a provider answer pauses a limiter
+	// boundary.
+	Cooldown func(CooldownEvent)
+}
+
+// isZero reports whether o observes nothing.
+func (o *Observer) isZero() bool {
+	return o.Attempt == nil && o.Retry == nil && o.GiveUp == nil &&
+		o.Budget == nil && o.Limited == nil && o.Cooldown == nil
+}
+
+// Observers returns an Observer that calls each of obs in turn for every
+// event, skipping their nil fields.
+func Observers(obs ...Observer) Observer {
+	var o Observer
+	for _, x := range obs {
+		o.Attempt = chain(o.Attempt, x.Attempt)
+		o.Retry = chain(o.Retry, x.Retry)
+		o.GiveUp = chain(o.GiveUp, x.GiveUp)
+		o.Budget = chain(o.Budget, x.Budget)
+		o.Limited = chain(o.Limited, x.Limited)
+		o.Cooldown = chain(o.Cooldown, x.Cooldown)
+	}
+	return o
+}
+
+// chain returns a function calling a then b; nil when both are nil.
+func chain[E any](a, b func(E)) func(E) {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func(e E) { a(e); b(e) }
 }
 
 // BudgetEvent describes one retry budget decision.
