@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestMemoryEvictsWithoutSweep(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(0, 0)}
 	m := NewMemory(MemoryConfig{Now: clock.Now, Config: Config{Retention: time.Minute}})
 	for i := range 100 {
-		if _, err := m.Reserve(t.Context(), ReserveRequest{Key: Key{Key: string(rune('a' + i%26)) + string(rune(i))}}); err != nil {
+		if _, err := m.Reserve(t.Context(), ReserveRequest{Key: Key{Key: strconv.Itoa(i)}}); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(time.Minute)

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,7 +78,45 @@ func TestRedisClusterConformance(t *testing.T) {
 		t.Skip("starts a three-master cluster")
 	}
 	c := redistest.StartCluster(t)
-	runConformance(t, newRedisHarness(c.Client(t)))
+	client := c.Client(t)
+	runConformance(t, newRedisHarness(client))
+	t.Run("SweepEveryMaster", func(t *testing.T) { testSweepEveryMaster(t, client) })
+}
+
+// testSweepEveryMaster pins that Sweep scans every master, not just the
+// one a client happens to talk to: the stuck records sit on several.
+func testSweepEveryMaster(t *testing.T, client *redis.ClusterClient) {
+	h := newRedisHarness(client)(t)
+	const n = 30
+	for i := range n {
+		h.reserve(t, ReserveRequest{Key: Key{Operation: "spread", Key: strconv.Itoa(i)}, Fingerprint: fpA, Lease: h.short})
+	}
+	h.advance(t, h.short)
+	stuck, err := h.Sweep(t.Context(), 0)
+	if err != nil || len(stuck) != n {
+		t.Fatalf("Sweep found %d of %d, %v", len(stuck), n, err)
+	}
+	shards, err := client.ClusterShards(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	masters := map[int]bool{} // shard index
+	for _, r := range stuck {
+		slot, err := client.ClusterKeySlot(t.Context(), h.Store.(*Redis).keyName(r.Key)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, sh := range shards {
+			for _, sl := range sh.Slots {
+				if slot >= sl.Start && slot <= sl.End {
+					masters[i] = true
+				}
+			}
+		}
+	}
+	if len(masters) < 2 {
+		t.Fatalf("the %d records sit on %d master(s); the test proves nothing", n, len(masters))
+	}
 }
 
 // TestRedisKeyLayout pins the key name (hash tag over a hash, never the

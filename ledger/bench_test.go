@@ -1,0 +1,72 @@
+package ledger
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrybudget/retrybudget/internal/redistest"
+)
+
+// roundTrips counts commands and pipelines sent to Redis: each is one
+// network round trip. A NOSCRIPT fallback counts twice, as it costs.
+type roundTrips struct{ n atomic.Int64 }
+
+func (c *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// BenchmarkReserveComplete measures the cost of one action's bookkeeping:
+// Reserve a new action, then Complete it with a small response. Memory and
+// Redis run in the same benchmark so their numbers compare directly;
+// roundtrips/op is counted by a go-redis hook.
+func BenchmarkReserveComplete(b *testing.B) {
+	run := func(b *testing.B, s Store, rt *roundTrips) {
+		ctx := b.Context()
+		out := Outcome{Status: 201, Body: []byte(`{"id":"ch_1","status":"succeeded"}`)}
+		action := func(i int) {
+			k := Key{Tenant: "acme", Operation: "charge", Key: strconv.Itoa(i)}
+			res, err := s.Reserve(ctx, ReserveRequest{Key: k, Fingerprint: fpA, Owner: "bench", Retention: time.Minute})
+			if err != nil || res.Verdict != VerdictCreated {
+				b.Fatalf("Reserve: %s, %v", res.Verdict, err)
+			}
+			if err := s.Complete(ctx, k, res.Token, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+		action(-1) // load the scripts before counting
+		start := rt.n.Load()
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			action(i)
+			i++
+		}
+		b.ReportMetric(float64(rt.n.Load()-start)/float64(i), "roundtrips/op")
+	}
+	b.Run("memory", func(b *testing.B) {
+		run(b, NewMemory(MemoryConfig{}), &roundTrips{})
+	})
+	b.Run("redis", func(b *testing.B) {
+		client := redistest.Client(b)
+		rt := &roundTrips{}
+		client.AddHook(rt)
+		// A minute's retention: the benchmark's records clean themselves up.
+		run(b, NewRedis(client, RedisConfig{Prefix: redistest.Prefix(b)}), rt)
+	})
+}
