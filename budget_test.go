@@ -221,3 +221,33 @@ func TestAdaptiveThrottleLetsAHealthyProviderThrough(t *testing.T) {
 		t.Fatalf("provider saw %d requests; want 50", n)
 	}
 }
+
+func TestBudgetRefusalRetryAtIsTheProvidersOnly(t *testing.T) {
+	// Regression: RetryAt was the next backoff time, a few ms away,
+	// inviting the caller straight back against a budget that said no.
+	for _, tt := range []struct {
+		name  string
+		first step
+		want  time.Duration // 0: zero time
+	}{
+		{"no Retry-After", status(503), 0},
+		{"Retry-After", status(503, "Retry-After", "30"), 30 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newProvider(t, tt.first)
+			tr, fc := newFakeTransport(Config{Budget: newLocalBudget(BudgetConfig{Percent: -1, MinRetriesPerSec: -1}, time.Now)})
+			start := fc.Now()
+			resp, err := send(t, tr, context.Background(), "GET", p.URL, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := finalOutcome(t, resp)
+			if !errors.Is(o.Reason, ErrBudgetExhausted) {
+				t.Fatalf("reason %v; want ErrBudgetExhausted", o.Reason)
+			}
+			if tt.want == 0 && !o.RetryAt.IsZero() || tt.want > 0 && o.RetryAt.Sub(start) < tt.want-time.Second {
+				t.Fatalf("RetryAt start+%v; want %v", o.RetryAt.Sub(start), tt.want)
+			}
+		})
+	}
+}

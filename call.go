@@ -24,8 +24,9 @@ type call struct {
 	// repeatable reports whether an attempt that may have been applied
 	// can be repeated: an idempotent method or a key the provider honours.
 	repeatable bool
-	// traced reports whether attempts are traced to learn whether the
-	// request was written; only needed when repeatable is false.
+	// traced reports whether attempts are traced to learn whether, and
+	// how many times, the request was written: needed for methods that are
+	// not idempotent, whose effects must be accounted for.
 	traced   bool
 	body     requestBody
 	dest     string    // the destination for the Budget and the Throttle
@@ -61,7 +62,7 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	}
 	c.repeatable = isIdempotent(req.Method) || src == keyCaller || src == keyAction ||
 		(src == keyGenerated && t.cfg.KeysHonoured)
-	c.traced = !c.repeatable
+	c.traced = !isIdempotent(req.Method)
 	if c.body, err = prepareBody(req, t.cfg.MaxBodyBuffer); err != nil {
 		return nil, err
 	}
@@ -136,7 +137,8 @@ func (c *call) attempt() attemptResult {
 	resp, err := c.t.cfg.Base.RoundTrip(areq)
 	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Now: c.t.clock.Now()}
 	if tr != nil {
-		c.res.Traced, c.res.Connected, c.res.Written = true, tr.connected.Load(), tr.written.Load()
+		c.res.Traced, c.res.Connected, c.res.Written = true, tr.connected.Load(), tr.writes.Load() > 0
+		c.countResends(tr)
 	}
 	cls := c.t.cfg.Classifier.Classify(&c.res)
 	c.record(cls, resp)
@@ -153,6 +155,18 @@ func (c *call) attempt() attemptResult {
 		obs(ev)
 	}
 	return attemptResult{resp: resp, err: err, cls: cls, cancel: cancel}
+}
+
+// countResends accounts for the writes net/http made on its own within one
+// attempt. net/http re-sends a request it deems replayable (one with an
+// Idempotency-Key header and GetBody) when a reused connection breaks, even
+// after the request was written; each such write may have been applied, so
+// it counts as an attempt and makes the outcome maybe-applied.
+func (c *call) countResends(tr *attemptTrace) {
+	if extra := int(tr.writes.Load()) - 1; extra > 0 {
+		c.out.Attempts += extra
+		c.out.MaybeApplied = true
+	}
 }
 
 // record folds one attempt's classification into the Outcome.
@@ -234,7 +248,11 @@ func (c *call) decide(cls Classification) waitPlan {
 	case !c.body.replayable():
 		plan.stop = ErrBodyNotReplayable
 	case !c.withdraw():
+		// The backoff time would invite the caller straight back against
+		// a budget that just said no; only the provider's own time is a
+		// useful hint here.
 		plan.stop = ErrBudgetExhausted
+		c.out.RetryAt = cls.RetryAt
 	}
 	return plan
 }
@@ -300,12 +318,12 @@ func (c *call) discard(resp *http.Response) {
 // returned, hence atomics.
 type attemptTrace struct {
 	connected atomic.Bool
-	written   atomic.Bool
+	writes    atomic.Int32
 }
 
 func (tr *attemptTrace) clientTrace() *httptrace.ClientTrace {
 	return &httptrace.ClientTrace{
 		GotConn:      func(httptrace.GotConnInfo) { tr.connected.Store(true) },
-		WroteRequest: func(httptrace.WroteRequestInfo) { tr.written.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { tr.writes.Add(1) },
 	}
 }

@@ -493,3 +493,30 @@ func TestInvalidAction(t *testing.T) {
 		t.Fatalf("error %v; want ErrInvalidAction", err)
 	}
 }
+
+func TestResendsByNetHTTPAreCounted(t *testing.T) {
+	// Regression: net/http re-sends a request with an Idempotency-Key and
+	// GetBody by itself when a reused connection breaks after the write.
+	// The first write was applied, so the outcome must say so.
+	p := newProvider(t, status(200), lost, status(429, "Retry-After", "3600"))
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	tr, _ := newFakeTransport(Config{Base: base})
+	warm, err := send(t, tr, context.Background(), "GET", p.URL, "") // leaves an idle connection to reuse
+	if err != nil {
+		t.Fatal(err)
+	}
+	finalOutcome(t, warm)
+	ctx := WithAction(context.Background(), Action{Tenant: "acme", Operation: "charge", Key: "order-85"})
+	resp, err := send(t, tr, ctx, "POST", p.URL, "pay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := finalOutcome(t, resp)
+	if got := len(p.requests()); got != 3 {
+		t.Fatalf("provider saw %d requests; want 3 (warm-up, lost, net/http's re-send)", got)
+	}
+	if o.Attempts != 2 || !o.MaybeApplied || !errors.Is(o.Reason, ErrWaitTooLong) {
+		t.Fatalf("attempts %d, maybeApplied %v, reason %v; want 2, true, ErrWaitTooLong", o.Attempts, o.MaybeApplied, o.Reason)
+	}
+}
