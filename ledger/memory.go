@@ -10,7 +10,8 @@ import (
 type MemoryConfig struct {
 	Config
 	// Now reads the store's clock. Nil means time.Now. Tests and
-	// simulations set it to a fake clock.
+	// simulations set it to a fake clock. The store calls it before taking
+	// its lock, so Now may block or call back into the store.
 	Now func() time.Time
 }
 
@@ -58,9 +59,9 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		return Reservation{}, err
 	}
 
+	now := m.now() // before the lock: no callbacks while it is held
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
 	m.evictSome(now)
 	e := m.live(req.Key, now)
 
@@ -122,9 +123,9 @@ func (m *Memory) Renew(ctx context.Context, k Key, token int64, lease time.Durat
 	if err != nil {
 		return err
 	}
+	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
 	e, err := m.owned(k, token, now)
 	if err != nil {
 		return err
@@ -139,9 +140,9 @@ func (m *Memory) AddAttempt(ctx context.Context, k Key, token int64, class strin
 	if err := ctx.Err(); err != nil {
 		return Attempt{}, err
 	}
+	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
 	e, err := m.owned(k, token, now)
 	if err != nil {
 		return Attempt{}, err
@@ -157,9 +158,10 @@ func (m *Memory) Complete(ctx context.Context, k Key, token int64, o Outcome) er
 		return err
 	}
 	stored := m.cfg.storedOutcome(o) // outside the lock: it hashes the body
+	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, err := m.owned(k, token, m.now())
+	e, err := m.owned(k, token, now)
 	if err != nil {
 		return err
 	}
@@ -174,9 +176,10 @@ func (m *Memory) Fail(ctx context.Context, k Key, token int64, f Failure) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, err := m.owned(k, token, m.now())
+	e, err := m.owned(k, token, now)
 	if err != nil {
 		return err
 	}
@@ -194,9 +197,10 @@ func (m *Memory) Get(ctx context.Context, k Key) (Record, error) {
 	if err := ctx.Err(); err != nil {
 		return Record{}, err
 	}
+	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := m.live(k, m.now())
+	e := m.live(k, now)
 	if e == nil {
 		return Record{}, ErrNotFound
 	}
@@ -208,8 +212,8 @@ func (m *Memory) Sweep(ctx context.Context, limit int) ([]Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
 	now := m.now()
+	m.mu.Lock()
 	var out []Record
 	for k, e := range m.entries {
 		if !now.Before(e.rec.ExpiresAt) {

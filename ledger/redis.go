@@ -35,7 +35,8 @@ type RedisConfig struct {
 	Config
 	// Prefix starts every key the store writes. Zero means DefaultPrefix.
 	// Stores sharing one Redis for different purposes need different
-	// prefixes; Sweep scans for keys under its own.
+	// prefixes; Sweep scans for keys under its own. It must not contain
+	// '{' or '}', which would move the cluster hash tag.
 	Prefix string
 }
 
@@ -52,6 +53,9 @@ type RedisConfig struct {
 //
 // Reserve and Complete cost one round trip each (EVALSHA; the first call
 // on a fresh server adds an EVAL). Sweep scans keys (see Sweep).
+//
+// It needs Redis 5 or later: the scripts read TIME before writing, which
+// needs effects replication, the default since Redis 5.
 type Redis struct {
 	client redis.UniversalClient
 	cfg    Config
