@@ -18,6 +18,8 @@ type requestBody struct {
 	length int64
 	// sent is set once the first body has been handed out.
 	sent bool
+	// buf is the whole body when the Transport buffered it.
+	buf []byte
 }
 
 // prepareBody makes req's body replayable when it can: by GetBody when the
@@ -46,7 +48,31 @@ func prepareBody(req *http.Request, limit int64) (requestBody, error) {
 	req.Body.Close()
 	get := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
 	first, _ := get()
-	return requestBody{first: first, getBody: get, length: int64(len(buf))}, nil
+	return requestBody{first: first, getBody: get, length: int64(len(buf)), buf: buf}, nil
+}
+
+// content returns the whole body for fingerprinting, reading a fresh copy
+// from GetBody when the Transport did not buffer it. It fails for a body
+// that cannot be replayed, since reading it would consume it.
+func (b *requestBody) content(limit int64) ([]byte, error) {
+	switch {
+	case b.buf != nil:
+		return b.buf, nil
+	case b.first == nil || b.first == http.NoBody:
+		return nil, nil
+	case b.getBody == nil:
+		return nil, ErrBodyNotReplayable
+	}
+	rc, err := b.getBody()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	buf, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err == nil && int64(len(buf)) > limit {
+		err = ErrBodyNotReplayable
+	}
+	return buf, err
 }
 
 // replayable reports whether another attempt can get the body.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/retrybudget/retrybudget/ledger"
 )
 
 // call is the state of one RoundTrip: the caller's request, the key and body
@@ -29,10 +31,11 @@ type call struct {
 	// not idempotent, whose effects must be accounted for.
 	traced   bool
 	body     requestBody
-	dest     string    // the destination for the Budget and the Throttle
-	boundary string    // the limiter boundary; empty without a Limiter
-	owner    string    // the tenant, for the limiter's per-owner share
-	deadline time.Time // zero when the call has none
+	dest     string      // the destination for the Budget and the Throttle
+	boundary string      // the limiter boundary; empty without a Limiter
+	owner    string      // the tenant, for the limiter's per-owner share
+	led      *ledgerCall // nil without a Ledger or an Action
+	deadline time.Time   // zero when the call has none
 	bo       *backoff.ExponentialBackOff
 	out      Outcome
 	resp     outcomeBody
@@ -57,6 +60,9 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 		c.header.Set(t.cfg.KeyHeader, key)
 		c.keyAdded = true
 	}
+	if a, ok := ActionFrom(req.Context()); ok && t.cfg.Ledger != nil {
+		c.led = &ledgerCall{key: ledger.Key(a)}
+	}
 	if t.cfg.Limiter != nil {
 		c.boundary, c.owner = t.cfg.Boundary(req), ownerOf(req.Context())
 	}
@@ -80,6 +86,11 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 // run sends attempts until one succeeds or the call must stop.
 func (c *call) run() (*http.Response, error) {
 	ctx := c.req.Context()
+	if c.led != nil {
+		if resp, err, done := c.reserve(); done {
+			return resp, err
+		}
+	}
 	if th := c.t.cfg.Throttle; th != nil && !th.allow(c.dest, c.t.clock.Now()) {
 		c.out.Class = ClassCapacity
 		return c.giveUp(nil, nil, ErrThrottled, func() {})
@@ -143,6 +154,7 @@ func (c *call) attempt() attemptResult {
 	cls := c.t.cfg.Classifier.Classify(&c.res)
 	c.record(cls, resp)
 	c.cooldown(cls)
+	c.ledgerAttempt(cls.Class)
 	if th := c.t.cfg.Throttle; th != nil {
 		th.record(c.dest, c.res.Now, cls.Class == ClassSuccess || cls.Class == ClassBusiness)
 	}
@@ -270,6 +282,7 @@ func (c *call) withdraw() bool {
 // finish returns a successful response with its Outcome attached.
 func (c *call) finish(resp *http.Response, cancel context.CancelFunc) *http.Response {
 	c.out.RetryAt = time.Time{}
+	c.settle(resp)
 	return c.attach(resp, cancel)
 }
 
@@ -281,6 +294,7 @@ func (c *call) giveUp(resp *http.Response, err, reason error, cancel context.Can
 		c.out.RetryAt = time.Time{}
 	}
 	c.body.close()
+	c.settle(resp)
 	if obs := c.t.cfg.Observer.GiveUp; obs != nil {
 		obs(GiveUpEvent{Request: c.req, Outcome: c.out})
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
@@ -91,6 +92,26 @@ type Config struct {
 	// (see limiter.ByCredential). Nil means the request's URL host.
 	Boundary limiter.Boundary
 
+	// Ledger, when set, gives every call made under an Action one durable
+	// record (see package ledger): a repeated action is replayed, held or
+	// rejected, never sent twice. Nil means no ledger.
+	Ledger ledger.Store
+	// LedgerHeaders names the request headers that count in an action's
+	// fingerprint, beside the method, path, query and body. Nil means none.
+	LedgerHeaders []string
+	// LedgerOwner names this worker in ledger records. Empty means
+	// "hostname:pid".
+	LedgerOwner string
+	// LedgerLease is how long a call holds its action before others may
+	// take it over; calls renew it after every attempt once half has
+	// passed. Zero means ledger.DefaultLease (30s).
+	LedgerLease time.Duration
+	// Reconciler asks the provider what became of an action whose owner
+	// died mid-call (typically a GET by idempotency key). Nil means such
+	// an action is re-sent under the same key when KeysHonoured, and
+	// otherwise reported as ErrUncertain for an operator.
+	Reconciler ledger.Reconciler
+
 	// Classifier decides each attempt's Class. Nil means
 	// DefaultClassifier.
 	Classifier Classifier
@@ -148,6 +169,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Boundary == nil {
 		c.Boundary = hostOf
+	}
+	if c.LedgerOwner == "" && c.Ledger != nil {
+		c.LedgerOwner = defaultLedgerOwner()
+	}
+	if c.LedgerLease <= 0 {
+		c.LedgerLease = ledger.DefaultLease
 	}
 	if c.Classifier == nil {
 		c.Classifier = DefaultClassifier{}

@@ -41,6 +41,16 @@ var (
 	// ErrLimiter means the rate limiter could not decide (for example its
 	// store is down and it fails closed); the Cause says why.
 	ErrLimiter = errors.New("retrybudget: rate limiter unavailable")
+	// ErrPending means the action is in progress in another call (its
+	// ledger lease is alive); nothing was sent. RetryAt is when the lease
+	// ends. The Cause is a *ledger.Error.
+	ErrPending = errors.New("retrybudget: action in progress elsewhere")
+	// ErrConflict means the action's key was used before for a different
+	// request (another fingerprint); nothing was sent.
+	ErrConflict = errors.New("retrybudget: action key reused for a different request")
+	// ErrLedger means the action ledger could not be read or written
+	// before sending; nothing was sent.
+	ErrLedger = errors.New("retrybudget: action ledger unavailable")
 	// ErrBodyNotReplayable means a retry was needed but the request body
 	// could not be sent again: it had no GetBody and was larger than
 	// Config.MaxBodyBuffer.

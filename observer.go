@@ -23,12 +23,16 @@ type Observer struct {
 	// Cooldown is called when a provider answer pauses a limiter
 	// boundary.
 	Cooldown func(CooldownEvent)
+	// Ledger is called for every action ledger decision (created,
+	// replayed, pending, conflict, uncertain, resend, reconcile) and for
+	// every store operation that failed.
+	Ledger func(LedgerEvent)
 }
 
 // isZero reports whether o observes nothing.
 func (o *Observer) isZero() bool {
 	return o.Attempt == nil && o.Retry == nil && o.GiveUp == nil &&
-		o.Budget == nil && o.Limited == nil && o.Cooldown == nil
+		o.Budget == nil && o.Limited == nil && o.Cooldown == nil && o.Ledger == nil
 }
 
 // Observers returns an Observer that calls each of obs in turn for every
@@ -42,6 +46,7 @@ func Observers(obs ...Observer) Observer {
 		o.Budget = chain(o.Budget, x.Budget)
 		o.Limited = chain(o.Limited, x.Limited)
 		o.Cooldown = chain(o.Cooldown, x.Cooldown)
+		o.Ledger = chain(o.Ledger, x.Ledger)
 	}
 	return o
 }

@@ -32,6 +32,12 @@ type Outcome struct {
 	StatusCode int
 	// Problem holds the RFC 9457 problem details of the last response.
 	Problem *Problem
+	// Replayed reports that the response is the stored answer of an
+	// action completed before (see Config.Ledger): nothing was sent.
+	Replayed bool
+	// BodyOmitted reports, on a replay, that the stored body was too large
+	// to keep and the replayed body is empty.
+	BodyOmitted bool
 	// Reason is nil on success, else why the Transport stopped: one of the
 	// Err* sentinels of this package, or the context's error.
 	Reason error

@@ -1,0 +1,229 @@
+package retrybudget
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// chargeTo sends one payment for act to url through tr with body.
+func chargeTo(t *testing.T, tr http.RoundTripper, url string, act Action, body string) (*http.Response, error) {
+	t.Helper()
+	return send(t, tr, WithAction(context.Background(), act), "POST", url, body)
+}
+
+// readAll returns resp's body and its Outcome.
+func readAll(t *testing.T, resp *http.Response) (string, Outcome) {
+	t.Helper()
+	o, _ := OutcomeOf(resp)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return string(b), o
+}
+
+func stateOf(t *testing.T, s ledger.Store, act Action) ledger.Record {
+	t.Helper()
+	r, err := s.Get(context.Background(), ledger.Key(act))
+	if err != nil {
+		t.Fatalf("ledger Get: %v", err)
+	}
+	return r
+}
+
+var order = Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
+
+func TestLedgerReplaysACompletedAction(t *testing.T) {
+	p := newPayments(t, false) // no provider dedup: only the ledger prevents a second effect
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	var verdicts []string
+	tr, _ := newFakeTransport(Config{Ledger: store, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict) }}})
+	first, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body1, o1 := readAll(t, first)
+	second, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body2, o2 := readAll(t, second)
+	if effects, calls := p.total(); effects != 1 || calls != 1 {
+		t.Fatalf("effects %d, provider calls %d; want 1, 1", effects, calls)
+	}
+	if o1.Replayed || !o2.Replayed || second.StatusCode != 201 || body2 != body1 || o2.Err() != nil {
+		t.Fatalf("replay: status %d body %q replayed %v err %v; want 201 %q replayed", second.StatusCode, body2, o2.Replayed, o2.Err(), body1)
+	}
+	if second.Header.Get("Set-Cookie") != "" || second.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("replayed headers %v; want Content-Type kept, Set-Cookie never stored", second.Header)
+	}
+	if r := stateOf(t, store, order); r.State != ledger.StateCompleted {
+		t.Fatalf("state %v; want completed", r.State)
+	}
+	if strings.Join(verdicts, ",") != "created,replayed" {
+		t.Fatalf("ledger events %v; want created, replayed", verdicts)
+	}
+}
+
+func TestLedgerConflictOnChangedPayload(t *testing.T) {
+	p := newPayments(t, false)
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	tr, _ := newFakeTransport(Config{Ledger: store})
+	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	_, err = chargeTo(t, tr, p.URL, order, `{"amount":999}`)
+	var e *Error
+	if !errors.Is(err, ErrConflict) || !errors.Is(err, ledger.ErrConflict) || !errors.As(err, &e) || e.Attempts != 0 {
+		t.Fatalf("error %v; want ErrConflict with no attempt", err)
+	}
+	if _, calls := p.total(); calls != 1 {
+		t.Fatalf("provider called %d times; want 1 (never for the conflict)", calls)
+	}
+}
+
+func TestLedgerOneOfFiftyConcurrentSubmissionsIsSent(t *testing.T) {
+	p := newPayments(t, false)
+	release := make(chan struct{})
+	p.hold = func() { <-release } // keep the winner in flight while the others arrive
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	tr, _ := newFakeTransport(Config{Ledger: store})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	results := map[string]int{}
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, ErrPending):
+				results["pending"]++
+			case err != nil:
+				t.Error(err)
+			default:
+				_, o := readAll(t, resp)
+				if o.Replayed {
+					results["replayed"]++
+				} else {
+					results["sent"]++
+				}
+			}
+		}()
+	}
+	// Wait until the 49 losers have their answers; then let the winner go.
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return results["pending"]+results["replayed"] == 49 })
+	close(release)
+	wg.Wait()
+	if effects, calls := p.total(); effects != 1 || calls != 1 || results["sent"] != 1 {
+		t.Fatalf("effects %d, calls %d, results %v; want exactly one sent", effects, calls, results)
+	}
+}
+
+// waitFor polls cond until it holds, failing after 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestLedgerLostResponseOneEffect(t *testing.T) {
+	p := newPayments(t, true)
+	p.fault = func(n int) string {
+		if n == 1 {
+			return "lost"
+		}
+		return ""
+	}
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	tr, _ := newFakeTransport(Config{Ledger: store})
+	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, o := readAll(t, resp)
+	r := stateOf(t, store, order)
+	if effects, _ := p.total(); effects != 1 || o.Attempts != 2 || r.State != ledger.StateCompleted {
+		t.Fatalf("effects %d attempts %d state %v; want 1, 2, completed", effects, o.Attempts, r.State)
+	}
+}
+
+func TestLedgerRepeated429sKeepOneIdentity(t *testing.T) {
+	p := newPayments(t, true)
+	p.fault = func(n int) string {
+		if n <= 3 {
+			return "429"
+		}
+		return ""
+	}
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	tr, _ := newFakeTransport(Config{Ledger: store, MaxAttempts: 2, Budget: UnlimitedBudget{}})
+	// First call: two 429s, gives up; the record must survive as failed
+	// (no effect), keeping the action's identity.
+	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, o := readAll(t, resp); !errors.Is(o.Reason, ErrAttemptsExhausted) {
+		t.Fatalf("reason %v; want attempts exhausted", o.Reason)
+	}
+	if r := stateOf(t, store, order); r.State != ledger.StateFailed {
+		t.Fatalf("state %v after 429s; want failed (no effect)", r.State)
+	}
+	// The job queue runs it again: one more 429, then success.
+	resp, err = chargeTo(t, tr, p.URL, order, `{"amount":100}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	r := stateOf(t, store, order)
+	sends := 0
+	for _, a := range r.Attempts {
+		if a.Class == ClassCapacity.String() || a.Class == ClassSuccess.String() {
+			sends++
+		}
+	}
+	if effects, _ := p.total(); effects != 1 || r.State != ledger.StateCompleted || sends != 4 {
+		t.Fatalf("effects %d state %v sends recorded %d (%+v); want 1, completed, 4", effects, r.State, sends, r.Attempts)
+	}
+}
+
+func TestLedgerExpiredRecordRunsAsNewAction(t *testing.T) {
+	p := newPayments(t, false)
+	now := time.Now()
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	store := ledger.NewMemory(ledger.MemoryConfig{Config: ledger.Config{Retention: time.Hour}, Now: clock})
+	tr, _ := newFakeTransport(Config{Ledger: store})
+	for i := range 2 {
+		resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, o := readAll(t, resp)
+		if o.Replayed {
+			t.Fatalf("call %d replayed; want a new action after the retention", i)
+		}
+		mu.Lock()
+		now = now.Add(2 * time.Hour)
+		mu.Unlock()
+	}
+	if effects, _ := p.total(); effects != 2 {
+		t.Fatalf("effects %d; want 2: past retention the same key is a new action (documented)", effects)
+	}
+}
