@@ -1,0 +1,228 @@
+package retrybudget
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+)
+
+// LogObserver returns an Observer that writes the Transport's events to
+// logger as structured records. A nil logger means silent: the zero Observer,
+// which costs nothing per call.
+//
+// Levels: attempts, allowed budget decisions and rate limiter waits at Debug;
+// retries and boundary cooldowns at Info; give-ups and refused retries at
+// Warn. Each record carries the request's method, host (the URL host) and
+// path, then the event's own attributes: attempt, attempts, key (the
+// idempotency key, which names an action and grants nothing), class, status,
+// duration, error, delay, retry_after, reason, retry_at, maybe_applied,
+// destination, boundary, wait and until.
+//
+// Credentials stay out of the logs: no header is logged (Authorization,
+// Cookie and API-key headers among them), nor any body, query string, URL
+// userinfo or RFC 9457 problem details, and a transport error is logged
+// without the URL that a *url.Error carries. The path is logged; when a
+// provider puts a secret in the path (webhook URLs, bot tokens), drop the
+// "path" attribute with the handler's ReplaceAttr.
+//
+// Records are logged with the request's context, so a handler can add trace
+// and span IDs from it.
+func LogObserver(logger *slog.Logger) Observer {
+	if logger == nil {
+		return Observer{}
+	}
+	l := logObserver{logger: logger}
+	return Observer{
+		Attempt:  l.attempt,
+		Retry:    l.retry,
+		GiveUp:   l.giveUp,
+		Budget:   l.budget,
+		Limited:  l.limited,
+		Cooldown: l.cooldown,
+	}
+}
+
+// logObserver logs one kind of event per method; LogObserver wires each
+// method to its Observer field, so a new event is one method and one line.
+type logObserver struct {
+	logger *slog.Logger
+}
+
+func (l logObserver) attempt(ev AttemptEvent) {
+	ctx, ok := l.enabled(ev.Request, slog.LevelDebug)
+	if !ok {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 10)
+	attrs = appendRequestAttrs(attrs, ev.Request)
+	attrs = append(attrs, slog.Int("attempt", ev.Attempt))
+	attrs = appendKey(attrs, ev.Key)
+	attrs = append(attrs, slog.String("class", ev.Class.String()))
+	if ev.StatusCode != 0 {
+		attrs = append(attrs, slog.Int("status", ev.StatusCode))
+	}
+	attrs = append(attrs, slog.Duration("duration", ev.Duration))
+	if ev.Err != nil {
+		attrs = append(attrs, slog.String("error", errorText(ev.Err)))
+	}
+	l.logger.LogAttrs(ctx, slog.LevelDebug, "retrybudget: attempt", attrs...)
+}
+
+func (l logObserver) retry(ev RetryEvent) {
+	ctx, ok := l.enabled(ev.Request, slog.LevelInfo)
+	if !ok {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 8)
+	attrs = appendRequestAttrs(attrs, ev.Request)
+	attrs = append(attrs, slog.Int("attempt", ev.Attempt))
+	attrs = appendKey(attrs, ev.Key)
+	attrs = append(attrs, slog.String("class", ev.Class.String()), slog.Duration("delay", ev.Delay))
+	if ev.RetryAfter > 0 {
+		attrs = append(attrs, slog.Duration("retry_after", ev.RetryAfter))
+	}
+	l.logger.LogAttrs(ctx, slog.LevelInfo, "retrybudget: retry", attrs...)
+}
+
+// giveUp logs the Outcome without its Problem: problem details come from
+// the response body, which may echo what the caller sent.
+func (l logObserver) giveUp(ev GiveUpEvent) {
+	ctx, ok := l.enabled(ev.Request, slog.LevelWarn)
+	if !ok {
+		return
+	}
+	o := ev.Outcome
+	attrs := make([]slog.Attr, 0, 11)
+	attrs = appendRequestAttrs(attrs, ev.Request)
+	attrs = append(attrs, slog.Int("attempts", o.Attempts))
+	attrs = appendKey(attrs, o.Key)
+	attrs = append(attrs, slog.String("class", o.Class.String()))
+	if o.StatusCode != 0 {
+		attrs = append(attrs, slog.Int("status", o.StatusCode))
+	}
+	if o.Reason != nil {
+		attrs = append(attrs, slog.String("reason", o.Reason.Error()))
+	}
+	if !o.RetryAt.IsZero() {
+		attrs = append(attrs, slog.Time("retry_at", o.RetryAt))
+	}
+	attrs = append(attrs, slog.Bool("maybe_applied", o.MaybeApplied))
+	l.logger.LogAttrs(ctx, slog.LevelWarn, "retrybudget: give up", attrs...)
+}
+
+func (l logObserver) budget(ev BudgetEvent) {
+	level, msg := slog.LevelDebug, "retrybudget: retry budget allowed a retry"
+	if !ev.Decision.Allowed {
+		level, msg = slog.LevelWarn, "retrybudget: retry budget refused a retry"
+	}
+	ctx, ok := l.enabled(ev.Request, level)
+	if !ok {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 8)
+	attrs = appendRequestAttrs(attrs, ev.Request)
+	attrs = append(attrs,
+		slog.String("destination", ev.Destination),
+		slog.Int64("deposits", ev.Decision.Deposits),
+		slog.Int64("retries", ev.Decision.Retries),
+		slog.Float64("ratio", ev.Decision.Ratio()),
+	)
+	if ev.Decision.Degraded {
+		attrs = append(attrs, slog.Bool("degraded", true))
+	}
+	l.logger.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// limited logs the limiter's boundary as is: Boundary functions hash any
+// credential they key on (see limiter.ByCredential).
+func (l logObserver) limited(ev LimitEvent) {
+	ctx, ok := l.enabled(ev.Request, slog.LevelDebug)
+	if !ok {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 8)
+	attrs = appendRequestAttrs(attrs, ev.Request)
+	attrs = append(attrs, slog.String("boundary", ev.Boundary), slog.Duration("wait", ev.Wait))
+	if ev.Decision.Reason != "" {
+		attrs = append(attrs, slog.String("reason", string(ev.Decision.Reason)))
+	}
+	if !ev.Decision.CooldownUntil.IsZero() {
+		attrs = append(attrs, slog.Time("until", ev.Decision.CooldownUntil))
+	}
+	if ev.Decision.Fallback {
+		attrs = append(attrs, slog.Bool("fallback", true))
+	}
+	l.logger.LogAttrs(ctx, slog.LevelDebug, "retrybudget: rate limiter wait", attrs...)
+}
+
+func (l logObserver) cooldown(ev CooldownEvent) {
+	ctx, ok := l.enabled(ev.Request, slog.LevelInfo)
+	if !ok {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 5)
+	attrs = appendRequestAttrs(attrs, ev.Request)
+	attrs = append(attrs, slog.String("boundary", ev.Boundary), slog.Time("until", ev.Until))
+	l.logger.LogAttrs(ctx, slog.LevelInfo, "retrybudget: boundary cooldown", attrs...)
+}
+
+// enabled returns the request's context and whether logger wants records
+// of level. Every method asks first, before building attributes: Debug
+// events come with every attempt and are usually disabled.
+func (l logObserver) enabled(req *http.Request, level slog.Level) (context.Context, bool) {
+	ctx := context.Background()
+	if req != nil {
+		ctx = req.Context()
+	}
+	return ctx, l.logger.Enabled(ctx, level)
+}
+
+// appendRequestAttrs appends the request's method, host and path. The query
+// string and userinfo are left out because they can carry credentials
+// (?api_key=..., https://user:password@host).
+func appendRequestAttrs(attrs []slog.Attr, req *http.Request) []slog.Attr {
+	if req == nil {
+		return attrs
+	}
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet // net/http: an empty Method means GET
+	}
+	attrs = append(attrs, slog.String("method", method))
+	if req.URL != nil {
+		attrs = append(attrs, slog.String("host", req.URL.Host), slog.String("path", req.URL.Path))
+	}
+	return attrs
+}
+
+func appendKey(attrs []slog.Attr, key string) []slog.Attr {
+	if key == "" {
+		return attrs
+	}
+	return append(attrs, slog.String("key", key))
+}
+
+// errorText returns err's message with the URL of any *url.Error left out:
+// that URL keeps the query string (http.Client strips only the password),
+// and a query string may carry a token. The operation and the underlying
+// error stay, as they say what went wrong.
+func errorText(err error) string {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err.Error()
+	}
+	op := ue.Op
+	for {
+		var inner *url.Error
+		if ue.Err == nil || !errors.As(ue.Err, &inner) {
+			break
+		}
+		ue = inner
+	}
+	if ue.Err == nil {
+		return op
+	}
+	return op + ": " + ue.Err.Error()
+}
