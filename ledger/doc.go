@@ -29,7 +29,8 @@
 //
 // An owner calls Reserve; if the Verdict owns the action it gets a lease
 // and a fencing token, sends, records each send with AddAttempt, renews the
-// lease during long calls, and ends with Complete or Fail. Only the current
+// lease during long calls (KeepLease does it in the background), and ends
+// with Complete or Fail. Only the current
 // token can change the record: after an owner's lease ran out and another
 // took the action over, the first owner's Complete fails with ErrNotOwner
 // and changes nothing. A takeover keeps the action's identity, creation

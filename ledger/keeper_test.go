@@ -1,0 +1,91 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// manualTicker is a ticker the test fires by hand.
+type manualTicker struct {
+	c       chan time.Time
+	every   time.Duration
+	stopped chan struct{}
+}
+
+func newManualTicker() *manualTicker {
+	return &manualTicker{c: make(chan time.Time), stopped: make(chan struct{})}
+}
+
+func (m *manualTicker) tick(d time.Duration) (<-chan time.Time, func()) {
+	m.every = d
+	return m.c, func() { close(m.stopped) }
+}
+
+func TestKeeperRenewsUntilStopped(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	s := NewMemory(MemoryConfig{Now: clock.Now})
+	const lease = 30 * time.Second
+	res, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := newManualTicker()
+	kp := keepLease(t.Context(), s, keyA, res.Token, lease, tk.tick)
+	if tk.every != lease/3 {
+		t.Fatalf("renews every %s, want %s", tk.every, lease/3)
+	}
+	// A long call: each third of the lease the keeper renews, so after
+	// three full leases the action is still pending for others.
+	for range 9 {
+		clock.Advance(lease / 3)
+		tk.c <- clock.Now()
+	}
+	tk.c <- clock.Now() // the send returns only after the previous renewal finished
+	other, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, KeysHonoured: true})
+	if err != nil || other.Verdict != VerdictPending {
+		t.Fatalf("after 3 leases with renewal: %s, %v", other.Verdict, err)
+	}
+	if err := kp.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	<-tk.stopped
+	if err := kp.Stop(); err != nil {
+		t.Fatal("second Stop:", err)
+	}
+}
+
+func TestKeeperReportsLostOwnership(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	s := NewMemory(MemoryConfig{Now: clock.Now})
+	res, _ := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, Lease: time.Second})
+	tk := newManualTicker()
+	kp := keepLease(t.Context(), s, keyA, res.Token, time.Second, tk.tick)
+
+	// The owner stalls past its lease and another takes the action over.
+	clock.Advance(2 * time.Second)
+	if r, _ := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, KeysHonoured: true}); r.Verdict != VerdictResend {
+		t.Fatalf("takeover: %s", r.Verdict)
+	}
+	tk.c <- clock.Now()
+	<-kp.Lost()
+	if err := kp.Stop(); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("Stop: %v, want ErrNotOwner", err)
+	}
+}
+
+func TestKeeperStopsWithContext(t *testing.T) {
+	s := NewMemory(MemoryConfig{})
+	ctx, cancel := context.WithCancel(t.Context())
+	tk := newManualTicker()
+	kp := keepLease(ctx, s, keyA, 1, 0, tk.tick)
+	if tk.every != DefaultLease/3 {
+		t.Fatalf("zero lease renews every %s", tk.every)
+	}
+	cancel()
+	<-tk.stopped
+	if err := kp.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
