@@ -1,0 +1,92 @@
+package budget
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/retrybudget/retrybudget"
+)
+
+// Defaults of a RedisConfig's zero fields.
+const (
+	DefaultTimeout       = 50 * time.Millisecond
+	DefaultProbeInterval = time.Second
+	DefaultFlushInterval = time.Second
+)
+
+// RedisConfig configures a [Redis] budget. The zero value is the default
+// rule (10% of first attempts plus 10 retries per second, over 10s) shared
+// under [DefaultPrefix], with a 50ms timeout, failing open.
+type RedisConfig struct {
+	// BudgetConfig is the rule, the same as a LocalBudget's, counted for
+	// every process that shares the Redis and the Prefix. Its zero fields
+	// mean the same defaults: 10%, 10 retries per second, a 10s window.
+	retrybudget.BudgetConfig
+
+	// Prefix starts every key. Processes share a destination's budget
+	// when they use the same Redis, Prefix and rule. Empty means
+	// [DefaultPrefix]. A "{...}" in Prefix becomes the cluster hash tag of
+	// every key, putting all destinations on one slot: still correct, since
+	// each decision touches one key, but no longer spread over a cluster.
+	Prefix string
+
+	// Timeout bounds one round trip to Redis (a Withdraw, or a Deposit
+	// that sends the pending deposits), connection set-up and go-redis
+	// retries included. Zero means 50ms.
+	Timeout time.Duration
+
+	// OnUnavailable says what Withdraw decides when Redis does not answer
+	// in time, or is skipped while it is known to be down. Zero means
+	// [FailOpen].
+	OnUnavailable Policy
+
+	// ProbeInterval is how long Redis is left alone after a failure:
+	// decisions in between go straight to the OnUnavailable policy, and
+	// then one call probes Redis again. An outage thus costs one timeout
+	// per interval, not one per decision. Zero means 1s.
+	ProbeInterval time.Duration
+
+	// FlushInterval is how often a Deposit sends the deposits counted in
+	// this process since the last round trip. A Withdraw always sends them
+	// first. Deposits of this process therefore reach the other processes
+	// up to FlushInterval late, which only delays the credit for retries
+	// (never grants extra ones). Zero means 1s; a negative value sends
+	// them with every Deposit, about one round trip per first attempt.
+	FlushInterval time.Duration
+
+	// Logger receives one line when Redis becomes unavailable and one
+	// when it answers again. Destinations and keys are never logged. Nil
+	// means silent.
+	Logger *slog.Logger
+}
+
+// rule is a BudgetConfig with its defaults applied the way LocalBudget
+// applies them, so the shared and local rules never disagree.
+func rule(c retrybudget.BudgetConfig) retrybudget.BudgetConfig {
+	switch {
+	case c.Percent == 0:
+		c.Percent = retrybudget.DefaultBudgetPercent
+	case c.Percent < 0:
+		c.Percent = 0
+	case c.Percent > 1:
+		c.Percent = 1
+	}
+	switch {
+	case c.MinRetriesPerSec == 0:
+		c.MinRetriesPerSec = retrybudget.DefaultMinRetriesPerSec
+	case c.MinRetriesPerSec < 0:
+		c.MinRetriesPerSec = 0
+	}
+	if c.Window <= 0 {
+		c.Window = retrybudget.DefaultBudgetWindow
+	}
+	return c
+}
+
+// orDefault returns d when v is zero or negative, and v otherwise.
+func orDefault(v, d time.Duration) time.Duration {
+	if v <= 0 {
+		return d
+	}
+	return v
+}

@@ -1,0 +1,259 @@
+package budget
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/internal/redistest"
+)
+
+// faultTimeout is the decision timeout under test; faultSlack is what a
+// loaded two-core machine running the race detector may add on top.
+const (
+	faultTimeout = 50 * time.Millisecond
+	faultSlack   = 150 * time.Millisecond
+	faultProbe   = 100 * time.Millisecond
+)
+
+// recordingHandler is a slog.Handler that keeps every record as text.
+type recordingHandler struct {
+	mu      sync.Mutex // guards records
+	records []string
+}
+
+func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler           { return h }
+
+func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", r.Level, r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, b.String())
+	return nil
+}
+
+func (h *recordingHandler) all() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.records...)
+}
+
+// faultClient returns a client for srv that fails fast when nothing
+// listens: go-redis's default retries would keep dialling for about two
+// seconds after a decision has given up, in goroutines goleak would see.
+func faultClient(t *testing.T, addr string, ctxTimeouts bool) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{
+		Addr:                  addr,
+		ContextTimeoutEnabled: ctxTimeouts,
+		MaxRetries:            -1,
+		DialerRetries:         1,
+	})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// faultDest holds a credential-like secret, which must not reach the logs.
+const faultDest = "api.example.com#sk_live_s3cret"
+
+// faultRule is deterministic over the test's few seconds: no floor, so the
+// local fallback's answers depend on the counts alone and can be compared
+// with a reference LocalBudget fed the same deposits.
+var faultRule = retrybudget.BudgetConfig{Percent: 0.5, MinRetriesPerSec: -1}
+
+// TestRedisFault kills a private Redis mid-run and restarts it: every
+// decision comes within the timeout as the policy says, the outage is
+// logged once, and sharing resumes by itself.
+func TestRedisFault(t *testing.T) {
+	downs := []struct {
+		name string
+		down func(*redistest.Server)
+	}{
+		{"kill", (*redistest.Server).Kill}, // a crash: connections reset
+		{"stop", (*redistest.Server).Stop}, // a shutdown: connections closed
+	}
+	for _, down := range downs {
+		for _, policy := range []Policy{FailOpen, FailClosed} {
+			for _, ctxTimeouts := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%s/ContextTimeoutEnabled=%v", down.name, policy, ctxTimeouts)
+				t.Run(name, func(t *testing.T) { testRedisFault(t, down.down, policy, ctxTimeouts) })
+			}
+		}
+	}
+}
+
+func testRedisFault(t *testing.T, down func(*redistest.Server), policy Policy, ctxTimeouts bool) {
+	srv := redistest.Start(t)
+	logs := &recordingHandler{}
+	cfg := RedisConfig{
+		BudgetConfig:  faultRule,
+		Prefix:        redistest.Prefix(t),
+		Timeout:       faultTimeout,
+		OnUnavailable: policy,
+		ProbeInterval: faultProbe,
+		Logger:        slog.New(logs),
+	}
+	b := NewRedis(faultClient(t, srv.Addr, ctxTimeouts), cfg)
+	peer := newRedis(faultClient(t, srv.Addr, ctxTimeouts), RedisConfig{BudgetConfig: faultRule, Prefix: cfg.Prefix})
+	if b.detached == ctxTimeouts {
+		t.Fatalf("detached = %v with ContextTimeoutEnabled = %v", b.detached, ctxTimeouts)
+	}
+	ref := retrybudget.NewLocalBudget(faultRule)
+	both := func(n int) {
+		deposit(b, faultDest, n)
+		deposit(ref, faultDest, n)
+	}
+
+	both(20)
+	if d := b.Withdraw(context.Background(), faultDest); !d.Allowed || d.Degraded || d.Deposits != 20 {
+		t.Fatalf("healthy: %+v", d)
+	}
+
+	down(srv)
+	checkOutage(t, b, ref, both, policy)
+
+	srv.Restart()
+	waitShared(t, b, peer)
+	checkLogs(t, logs)
+}
+
+// TestRedisHang stops Redis with SIGSTOP, so connections stay open and
+// nothing answers: the case where only the decision timeout, not a refused
+// connection, bounds the wait. With ContextTimeoutEnabled false go-redis
+// alone would wait out its 3s ReadTimeout.
+func TestRedisHang(t *testing.T) {
+	for _, ctxTimeouts := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) {
+			srv := redistest.Start(t)
+			cfg := RedisConfig{
+				BudgetConfig:  faultRule,
+				Prefix:        redistest.Prefix(t),
+				Timeout:       faultTimeout,
+				OnUnavailable: FailClosed,
+				ProbeInterval: faultProbe,
+			}
+			b := NewRedis(faultClient(t, srv.Addr, ctxTimeouts), cfg)
+			peer := newRedis(faultClient(t, srv.Addr, ctxTimeouts), RedisConfig{BudgetConfig: faultRule, Prefix: cfg.Prefix})
+			deposit(b, faultDest, 10)
+			if d := b.Withdraw(context.Background(), faultDest); !d.Allowed || d.Degraded {
+				t.Fatalf("healthy: %+v", d)
+			}
+			pid := srv.Pid()
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			resumed := false
+			resume := func() {
+				if !resumed {
+					resumed = true
+					_ = syscall.Kill(pid, syscall.SIGCONT)
+				}
+			}
+			t.Cleanup(resume)
+			checkOutage(t, b, nil, func(n int) { deposit(b, faultDest, n) }, FailClosed)
+			resume()
+			waitShared(t, b, peer)
+		})
+	}
+}
+
+// checkOutage makes decisions for a while with Redis down and checks each
+// against the policy and the timeout: failing open, each must equal the
+// reference LocalBudget's (fed the same deposits) and be Degraded; failing
+// closed, each must be refused and Degraded.
+func checkOutage(t *testing.T, b *Redis, ref *retrybudget.LocalBudget, depositBoth func(int), policy Policy) {
+	t.Helper()
+	end := time.Now().Add(4 * faultProbe) // several probes
+	var slowest time.Duration
+	n := 0
+	for time.Now().Before(end) {
+		start := time.Now()
+		depositBoth(1)
+		d := b.Withdraw(context.Background(), faultDest)
+		took := time.Since(start)
+		slowest = max(slowest, took)
+		if took > faultTimeout+faultSlack {
+			t.Fatalf("decision %d took %v with Redis down; timeout %v", n, took, faultTimeout)
+		}
+		if !d.Degraded {
+			t.Fatalf("decision %d: %+v with Redis down; want Degraded", n, d)
+		}
+		switch policy {
+		case FailOpen:
+			want := ref.Withdraw(context.Background(), faultDest)
+			want.Degraded = true
+			if d != want {
+				t.Fatalf("decision %d: %+v; want the local rule's %+v", n, d, want)
+			}
+		case FailClosed:
+			if d.Allowed {
+				t.Fatalf("decision %d allowed while failing closed: %+v", n, d)
+			}
+		}
+		n++
+	}
+	t.Logf("%d decisions in %v of outage, slowest (deposit and withdrawal) %v", n, 4*faultProbe, slowest)
+	// The outage costs one timeout per probe interval, not one per
+	// decision, so decisions keep flowing.
+	if n < 20 {
+		t.Fatalf("only %d decisions in %v of outage", n, 4*faultProbe)
+	}
+}
+
+// waitShared polls until b's decisions come from Redis again, then checks
+// that b and peer, two processes, share one budget once more.
+func waitShared(t *testing.T, b, peer *Redis) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, x := range []*Redis{b, peer} {
+		for {
+			d := x.Withdraw(context.Background(), faultDest)
+			if !d.Degraded {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("still degraded 5s after Redis came back: %+v", d)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// The server came back empty (no persistence), or still holds what
+	// it had: compare counts before and after b's deposits reach it.
+	before := peer.Withdraw(context.Background(), faultDest)
+	deposit(b, faultDest, 40)
+	b.Withdraw(context.Background(), faultDest) // sends the 40
+	after := peer.Withdraw(context.Background(), faultDest)
+	if before.Degraded || after.Degraded || after.Deposits != before.Deposits+40 {
+		t.Fatalf("peer saw %+v then %+v; want 40 more deposits shared", before, after)
+	}
+}
+
+// checkLogs: one line for the outage, one for the recovery, and no
+// destination in either.
+func checkLogs(t *testing.T, h *recordingHandler) {
+	t.Helper()
+	recs := h.all()
+	if len(recs) != 2 || !strings.HasPrefix(recs[0], "WARN budget: redis unavailable") ||
+		!strings.HasPrefix(recs[1], "INFO budget: redis available again") {
+		t.Fatalf("log records %q, want one WARN and one INFO", recs)
+	}
+	for _, rec := range recs {
+		if strings.Contains(rec, "s3cret") || strings.Contains(rec, faultDest) {
+			t.Fatalf("log record %q holds the destination", rec)
+		}
+	}
+	t.Logf("logged: %q", recs)
+}

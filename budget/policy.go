@@ -1,0 +1,32 @@
+package budget
+
+// Policy says what a [Redis] budget decides when Redis does not answer
+// within RedisConfig.Timeout. Either way the decision carries
+// Degraded: true, so an Observer can count them.
+type Policy int
+
+const (
+	// FailOpen decides from a [retrybudget.LocalBudget] with the same rule,
+	// fed with this process's deposits all along, so retries continue at
+	// the rate one process alone would allow. It is the zero value: the
+	// local rule still bounds amplification, only the floor is no longer
+	// shared (each process has its own), and an outage of the coordination
+	// store should not turn every transient failure into a failed payment.
+	FailOpen Policy = iota
+
+	// FailClosed refuses every retry while Redis is unavailable; first
+	// attempts still go out, since a Budget never refuses them. Use it when
+	// a provider must never see more than the shared budget allows.
+	FailClosed
+)
+
+// String returns "fail-open" or "fail-closed".
+func (p Policy) String() string {
+	switch p {
+	case FailOpen:
+		return "fail-open"
+	case FailClosed:
+		return "fail-closed"
+	}
+	return "Policy(invalid)"
+}

@@ -1,0 +1,253 @@
+package budget
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrybudget/retrybudget"
+)
+
+// Redis is a [retrybudget.Budget] counted in Redis, shared by every
+// process that uses the same Redis, Prefix and rule: a fleet calling one
+// provider gets one budget for it, so the floor of retries per second and
+// the percentage hold for the fleet rather than for each process. It works
+// with any redis.UniversalClient: standalone, sentinel (failover) or
+// cluster.
+//
+// Each destination is one Redis hash, named by a hash of the destination
+// inside a cluster hash tag, holding per-slot counts of the window and the
+// floor bucket; it expires two windows after its last use. A Withdraw is
+// one round trip running one Lua script, which reads Redis TIME (the
+// fleet's one clock), credits this process's pending deposits, and checks
+// and spends the retry atomically. The script runs with EVALSHA, falling
+// back to EVAL the first time a server lacks it.
+//
+// Deposits are counted in the process and sent in batches: with the next
+// Withdraw to the destination, or by the first Deposit at least
+// FlushInterval after the last round trip (only one caller sends; the
+// others go on at once). A process's first attempts therefore credit the
+// fleet's budget up to FlushInterval late. The lag only withholds credit,
+// so it can refuse a retry the exact rule would allow, never the reverse;
+// and since a process always sends its own pending deposits before its
+// own retry, its retries are never starved of its own traffic. Deposits
+// left pending for longer than a window are dropped, not credited late.
+//
+// When Redis does not answer within Timeout (or a cluster node is
+// unreachable), the decision follows OnUnavailable with Degraded set, the
+// outage is logged once, and Redis is probed again every ProbeInterval
+// until it answers, which is logged once too. Withdraw and Deposit never
+// panic and never block longer than about Timeout, even with a client
+// whose ContextTimeoutEnabled is false. Deposits made while Redis is down
+// are counted only by the fail-open fallback.
+//
+// A nil client makes a budget whose every decision is degraded, following
+// OnUnavailable, without logging: a deployment without Redis then behaves
+// as its policy says.
+//
+// Redis is safe for concurrent use. It starts no goroutine except, with a
+// client whose ContextTimeoutEnabled is false, one per round trip that ends
+// when the client gives up on the command.
+type Redis struct {
+	rdb    redis.UniversalClient // nil: always degraded
+	script *script
+	dests  *pendings
+
+	timeout time.Duration
+	// flushEvery is FlushInterval in nanoseconds; 0 sends every deposit.
+	flushEvery int64
+	// stale is the window in nanoseconds: pending deposits older than it
+	// are dropped, not credited late.
+	stale  int64
+	policy Policy
+	// detached runs round trips in a goroutine because the client would
+	// let a stalled socket outlive the context deadline.
+	detached bool
+
+	// local is the FailOpen fallback, fed with every deposit; nil when
+	// failing closed.
+	local  *retrybudget.LocalBudget
+	health health
+
+	// now is the clock seam for the process-side decisions (flushing,
+	// probing, the fallback): time.Now except in tests. Budget windows
+	// themselves run on Redis TIME.
+	now func() time.Time
+}
+
+// NewRedis returns a Redis budget using rdb, with cfg's zero fields
+// defaulted. It does not contact Redis.
+func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) *Redis {
+	r := rule(cfg.BudgetConfig)
+	prefix := cfg.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	flush := cfg.FlushInterval
+	switch {
+	case flush == 0:
+		flush = DefaultFlushInterval
+	case flush < 0:
+		flush = 0
+	}
+	policy := cfg.OnUnavailable
+	if policy != FailClosed {
+		policy = FailOpen
+	}
+	b := &Redis{
+		rdb:        rdb,
+		script:     newScript(r),
+		dests:      newPendings(prefix, r.Window),
+		timeout:    orDefault(cfg.Timeout, DefaultTimeout),
+		flushEvery: int64(flush),
+		stale:      int64(r.Window),
+		policy:     policy,
+		detached:   rdb != nil && !honoursContext(rdb),
+		health: health{
+			interval: orDefault(cfg.ProbeInterval, DefaultProbeInterval),
+			logger:   cfg.Logger,
+			policy:   policy,
+		},
+		now: time.Now,
+	}
+	if policy == FailOpen {
+		// The caller's config, not r: LocalBudget reads a zero field as
+		// its default, where r's zeros mean none.
+		b.local = retrybudget.NewLocalBudget(cfg.BudgetConfig)
+	}
+	return b
+}
+
+// Deposit implements [retrybudget.Budget]. It counts the first attempt in
+// this process and, at most once per FlushInterval per destination, sends
+// the deposits counted so far; only that call waits for Redis, at most
+// Timeout.
+func (b *Redis) Deposit(ctx context.Context, dest string) {
+	now := b.now()
+	if b.local != nil {
+		b.local.DepositAt(dest, now)
+	}
+	if b.rdb == nil {
+		return
+	}
+	p := b.dests.get(dest, now)
+	at := now.UnixNano()
+	if b.health.isDown() {
+		// While Redis is down nothing piles up: the fallback has counted
+		// this deposit. Once per probe interval, a deposit checks whether
+		// Redis is back, so destinations that never retry recover too.
+		if b.health.attempt(now) {
+			p.n.Store(0)
+			p.sent.Store(at)
+			b.send(ctx, p.key, 1, false)
+		}
+		return
+	}
+	p.n.Add(1)
+	last := p.sent.Load()
+	if at-last < b.flushEvery || !p.sent.CompareAndSwap(last, at) {
+		return
+	}
+	n := p.n.Swap(0)
+	if at-last > b.stale {
+		// All but this deposit came before the last window started,
+		// or within a flush interval of it; crediting them now would
+		// stretch their life by a window.
+		n = 1
+	}
+	if n > 0 {
+		b.send(ctx, p.key, n, false)
+	}
+}
+
+// Withdraw implements [retrybudget.Budget]. It sends this process's pending
+// deposits to dest and decides the retry in one round trip, waiting at
+// most Timeout; when Redis is unavailable the decision follows
+// OnUnavailable and is Degraded.
+func (b *Redis) Withdraw(ctx context.Context, dest string) retrybudget.BudgetDecision {
+	now := b.now()
+	if b.rdb == nil {
+		return b.degraded(dest, now)
+	}
+	p := b.dests.get(dest, now)
+	if !b.health.attempt(now) {
+		p.n.Store(0)
+		return b.degraded(dest, now)
+	}
+	n := p.n.Swap(0)
+	p.sent.Store(now.UnixNano())
+	r, ok := b.send(ctx, p.key, n, true)
+	if !ok {
+		return b.degraded(dest, now)
+	}
+	return retrybudget.BudgetDecision{Allowed: r.allowed, Deposits: r.deposits, Retries: r.retries}
+}
+
+// send runs one round trip bounded by the timeout and records its success
+// or failure. Deposits of a failed round trip are lost: the script may or
+// may not have credited them, and losing them only makes the budget
+// stricter.
+func (b *Redis) send(ctx context.Context, key string, credit int64, withdraw bool) (reply, bool) {
+	r, err := b.roundTrip(ctx, key, credit, withdraw)
+	if err != nil {
+		// A caller that gave up says nothing about Redis.
+		if ctx.Err() == nil {
+			b.health.failed(b.now(), err)
+		}
+		return reply{}, false
+	}
+	b.health.succeeded()
+	return r, true
+}
+
+// degraded is the decision of OnUnavailable for a retry to dest at now.
+func (b *Redis) degraded(dest string, now time.Time) retrybudget.BudgetDecision {
+	if b.local == nil {
+		return retrybudget.BudgetDecision{Degraded: true}
+	}
+	d := b.local.WithdrawAt(dest, now)
+	d.Degraded = true
+	return d
+}
+
+// roundTrip runs the script with a deadline of b.timeout.
+func (b *Redis) roundTrip(ctx context.Context, key string, credit int64, withdraw bool) (reply, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	if !b.detached {
+		return b.script.call(ctx, b.rdb, key, credit, withdraw)
+	}
+	// The client ignores the deadline once a command is on the wire, so a
+	// stalled server would hold this call for the client's ReadTimeout.
+	// Wait in a goroutine instead; it ends when the client gives up, and
+	// its result is dropped.
+	type result struct {
+		r   reply
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := b.script.call(ctx, b.rdb, key, credit, withdraw)
+		done <- result{r, err}
+	}()
+	select {
+	case res := <-done:
+		return res.r, res.err
+	case <-ctx.Done():
+		return reply{}, ctx.Err()
+	}
+}
+
+// honoursContext reports whether rdb applies context deadlines to socket
+// reads and writes; go-redis does only with ContextTimeoutEnabled.
+func honoursContext(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
