@@ -2,7 +2,7 @@ package budget
 
 import (
 	"context"
-		"math"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"

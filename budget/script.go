@@ -49,7 +49,7 @@ func newScript(r retrybudget.BudgetConfig) *script {
 
 // reply is budget.lua's answer.
 type reply struct {
-	allowed            bool
+	allowed           bool
 	deposits, retries int64
 }
 
