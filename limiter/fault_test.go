@@ -22,8 +22,8 @@ type recordingHandler struct {
 }
 
 func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h *recordingHandler) WithGroup(string) slog.Handler           { return h }
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler            { return h }
 
 func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
@@ -169,8 +169,13 @@ func checkOutage(t *testing.T, l *Redis, r Request, policy Policy) {
 		}
 		n++
 	}
-	if err := l.Cooldown(context.Background(), r.Boundary, time.Now().Add(time.Millisecond)); !errors.Is(err, ErrUnavailable) {
+	// Cooldown reports that the fleet may not have heard, but pauses this
+	// process anyway.
+	if err := l.Cooldown(context.Background(), "elsewhere", time.Now().Add(time.Minute)); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Cooldown with Redis down: %v, want ErrUnavailable", err)
+	}
+	if d, err := l.Allow(context.Background(), Request{Boundary: "elsewhere"}); err != nil || d.Reason != ReasonCooldown {
+		t.Fatalf("Allow after Cooldown with Redis down: %+v, %v; want refused by cooldown", d, err)
 	}
 	// The outage costs one timeout per probe interval, not one per
 	// decision, so decisions keep flowing.

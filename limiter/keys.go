@@ -37,22 +37,19 @@ func newKeyspace(prefix string) (keyspace, error) {
 	return keyspace{prefix: prefix}, nil
 }
 
-// boundaryKeys holds the keys of one decision.
-type boundaryKeys struct {
-	cooldown string // the pause end, see cooldown.lua
-	rate     string // hash of the boundary's limits
-	owner    string // hash of the owner's share; empty without an owner
+// base returns the start shared by every key of boundary:
+// "<prefix>{<hash of boundary>}:".
+func (k keyspace) base(boundary string) string {
+	return k.prefix + "{" + keyHash(boundary) + "}:"
 }
 
-// keys returns the keys for boundary and, if owner is not empty, its owner.
-func (k keyspace) keys(boundary, owner string) boundaryKeys {
-	base := k.prefix + "{" + keyHash(boundary) + "}:"
-	bk := boundaryKeys{cooldown: base + "cd", rate: base + "r"}
-	if owner != "" {
-		bk.owner = base + "o:" + keyHash(owner)
-	}
-	return bk
-}
+// Key suffixes after base: the cooldown, a boundary limit ("r:" + the
+// limit's field) and an owner's share ("o:" + owner hash + ":" + field).
+const (
+	cooldownSuffix = "cd"
+	rateSuffix     = "r:"
+	ownerSuffix    = "o:"
+)
 
 // keyHash returns 128 bits of SHA-256 over s, hex-encoded.
 func keyHash(s string) string {

@@ -118,8 +118,8 @@ func (l Limit) scaled(share float64) spec {
 	return spec{interval: max(interval, 1), burst: max(burst, 1)}
 }
 
-// field names the spec inside a Redis hash, so that limiters configured
-// with the same limit share its state and a changed limit starts afresh.
+// field names the spec in its Redis key, so that limiters configured with
+// the same limit share its state and a changed limit starts afresh.
 func (s spec) field() string {
 	return strconv.FormatInt(s.interval, 10) + ":" + strconv.FormatInt(s.burst, 10)
 }

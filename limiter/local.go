@@ -201,20 +201,7 @@ func waitFor(lim *rate.Limiter, now time.Time) time.Duration {
 func (l *Local) Cooldown(_ context.Context, boundary string, until time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.cooldownLocked(boundary, until, l.now())
-	return nil
-}
-
-// cooldownAt pauses boundary until the given time as of now and returns
-// the end of the pause in force.
-func (l *Local) cooldownAt(boundary string, until, now time.Time) time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cooldownLocked(boundary, until, now)
-}
-
-// cooldownLocked requires that l.mu is held.
-func (l *Local) cooldownLocked(boundary string, until, now time.Time) time.Time {
+	now := l.now()
 	if limit := now.Add(l.maxCooldown); until.After(limit) {
 		until = limit
 	}
@@ -222,18 +209,7 @@ func (l *Local) cooldownLocked(boundary string, until, now time.Time) time.Time 
 	if until.After(e.cooldown) {
 		e.cooldown = until
 	}
-	return e.cooldown
-}
-
-// cooldownUntil returns the end of boundary's pause if it is paused at
-// now, and the zero time otherwise, without creating any state.
-func (l *Local) cooldownUntil(boundary string, now time.Time) time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.entries[localKey{boundary: boundary}]; ok && e.cooldown.After(now) {
-		return e.cooldown
-	}
-	return time.Time{}
+	return nil
 }
 
 // entryLocked returns the state for k, creating it with full buckets.

@@ -105,13 +105,16 @@ const (
 //
 // Redis is safe for concurrent use.
 type Redis struct {
-	rdb       redis.UniversalClient
-	decide    *redis.Script
-	pause     *redis.Script
-	keys      keyspace
-	boundary  []any // script arguments for the boundary's limits
-	owner     []any // script arguments for an owner's share; nil without
-	hasLimits bool
+	rdb    redis.UniversalClient
+	decide *redis.Script
+	pause  *redis.Script
+	keys   keyspace
+	// The boundary's limits and an owner's share (nil without OwnerShare):
+	// key suffixes, and the script arguments describing them.
+	boundaryKeys []string
+	boundaryArgs []any
+	ownerKeys    []string
+	ownerArgs    []any
 
 	timeout     time.Duration
 	maxCooldown time.Duration
@@ -121,11 +124,10 @@ type Redis struct {
 	// stalled socket outlive the context deadline.
 	detached bool
 
-	// local remembers cooldowns seen or set by this process, so a paused
-	// boundary costs no round trips, and with FailOpen is the fallback.
-	local  *Local
-	leases *leases // nil without leasing
-	health health
+	pauses   pauses
+	fallback *Local  // the FailOpen fallback; nil with FailClosed
+	leases   *leases // nil without leasing
+	health   health
 
 	// now is the clock seam: time.Now except in tests.
 	now func() time.Time
@@ -157,31 +159,16 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		return nil, fmt.Errorf("%w: negative duration or lease", ErrInvalidConfig)
 	}
 
-	// The fallback holds FallbackShare of each limit, and the owner's
-	// share of that.
-	scaled := make([]Limit, 0, len(cfg.Limits))
-	for _, l := range cfg.Limits {
-		s := l.scaled(fallback)
-		scaled = append(scaled, Limit{Rate: 1, Period: s.duration(), Burst: int(s.burst)})
-	}
-	local, err := NewLocal(LocalConfig{Limits: scaled, OwnerShare: cfg.OwnerShare, MaxCooldown: cfg.MaxCooldown})
-	if err != nil {
-		return nil, err
-	}
-
 	l := &Redis{
 		rdb:         rdb,
 		decide:      redis.NewScript(decideLua),
 		pause:       redis.NewScript(cooldownLua),
 		keys:        ks,
-		boundary:    scriptArgs(bspecs),
-		hasLimits:   len(bspecs) > 0,
 		timeout:     cmp0(cfg.Timeout, defaultTimeout),
 		maxCooldown: cmp0(cfg.MaxCooldown, defaultMaxCooldown),
 		policy:      cfg.OnUnavailable,
 		lease:       cfg.Lease,
 		detached:    !honoursContext(rdb),
-		local:       local,
 		health: health{
 			interval: cmp0(cfg.ProbeInterval, defaultProbeInterval),
 			logger:   cfg.Logger,
@@ -189,25 +176,49 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		},
 		now: time.Now,
 	}
-	if ospecs != nil {
-		l.owner = scriptArgs(ospecs)
+	for _, s := range bspecs {
+		l.boundaryKeys = append(l.boundaryKeys, rateSuffix+s.field())
+		l.boundaryArgs = append(l.boundaryArgs, s.interval, s.burst, reasonRate)
 	}
-	if cfg.Lease > 1 && l.hasLimits {
+	for _, s := range ospecs {
+		l.ownerKeys = append(l.ownerKeys, ":"+s.field())
+		l.ownerArgs = append(l.ownerArgs, s.interval, s.burst, reasonOwner)
+	}
+	if cfg.OnUnavailable == FailOpen {
+		// The fallback holds FallbackShare of each limit, and the owner's
+		// share of that.
+		scaled := make([]Limit, 0, len(cfg.Limits))
+		for _, l := range cfg.Limits {
+			s := l.scaled(fallback)
+			scaled = append(scaled, Limit{Rate: 1, Period: s.duration(), Burst: int(s.burst)})
+		}
+		if l.fallback, err = NewLocal(LocalConfig{Limits: scaled, OwnerShare: cfg.OwnerShare}); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Lease > 1 && len(bspecs) > 0 {
 		l.leases = newLeases(cmp0(cfg.LeaseTTL, defaultLeaseTTL))
 	}
 	return l, nil
 }
+
+// The reason codes of decide.lua.
+const (
+	reasonRate     = 1
+	reasonOwner    = 2
+	reasonCooldown = 3
+)
 
 // Allow decides r for the whole fleet. It returns an error only when Redis
 // is unavailable and the policy is [FailClosed] (an [*UnavailableError]),
 // or when ctx is done.
 func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 	now := l.now()
-	if until := l.local.cooldownUntil(r.Boundary, now); !until.IsZero() {
+	if until := l.pauses.until(r.Boundary, now); !until.IsZero() {
 		return cooldownDecision(until, now), nil
 	}
 	lk := leaseKey{boundary: r.Boundary}
-	if l.owner != nil {
+	if l.ownerKeys != nil {
 		lk.owner = r.Owner
 	}
 	if l.leases != nil && l.leases.take(lk, now) {
@@ -247,11 +258,14 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 	}
 	d := Decision{RetryAfter: ceilMicro(wait)}
 	switch reason {
-	case 3:
-		// Remember the pause, so this process asks no more until it ends.
-		d.CooldownUntil = l.local.cooldownAt(r.Boundary, now.Add(wait), now)
+	case reasonCooldown:
+		// Redis read its clock before the reply arrived, so the pause ends
+		// at most wait after now; measured from before the call it could
+		// end early. Remember it, so this process asks no more until then.
+		after := l.now()
+		d.CooldownUntil = l.pauses.extend(r.Boundary, after.Add(wait), after)
 		d.Reason = ReasonCooldown
-	case 2:
+	case reasonOwner:
 		d.Reason = ReasonOwner
 	default:
 		d.Reason = ReasonRate
@@ -261,22 +275,22 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 
 // decisionCall returns the keys and arguments of decide.lua for r.
 func (l *Redis) decisionCall(r Request, want int) ([]string, []any) {
-	owner := ""
-	if l.owner != nil {
-		owner = r.Owner
+	base := l.keys.base(r.Boundary)
+	owner := l.ownerKeys != nil && r.Owner != ""
+	keys := make([]string, 0, 1+len(l.boundaryKeys)+len(l.ownerKeys))
+	args := make([]any, 0, 1+len(l.boundaryArgs)+len(l.ownerArgs))
+	keys = append(keys, base+cooldownSuffix)
+	args = append(args, want)
+	for _, suffix := range l.boundaryKeys {
+		keys = append(keys, base+suffix)
 	}
-	bk := l.keys.keys(r.Boundary, owner)
-	keys := make([]string, 1, 3)
-	keys[0] = bk.cooldown
-	args := make([]any, 1, 1+len(l.boundary)+len(l.owner))
-	args[0] = want
-	if l.hasLimits {
-		keys = append(keys, bk.rate)
-		args = append(args, l.boundary...)
-		if owner != "" {
-			keys = append(keys, bk.owner)
-			args = append(args, l.owner...)
+	args = append(args, l.boundaryArgs...)
+	if owner {
+		ownerBase := base + ownerSuffix + keyHash(r.Owner)
+		for _, suffix := range l.ownerKeys {
+			keys = append(keys, ownerBase+suffix)
 		}
+		args = append(args, l.ownerArgs...)
 	}
 	return keys, args
 }
@@ -286,7 +300,7 @@ func (l *Redis) unavailable(r Request, now time.Time, cause error) (Decision, er
 	if l.policy == FailClosed {
 		return Decision{}, &UnavailableError{Op: "allow", Err: cause}
 	}
-	d := l.local.AllowAt(r, now)
+	d := l.fallback.AllowAt(r, now)
 	d.Fallback = true
 	return d, nil
 }
@@ -301,14 +315,14 @@ func (l *Redis) Cooldown(ctx context.Context, boundary string, until time.Time) 
 	if length <= 0 {
 		return nil
 	}
-	l.local.cooldownAt(boundary, now.Add(length), now)
+	l.pauses.extend(boundary, now.Add(length), now)
 	if l.leases != nil {
 		l.leases.drop(boundary)
 	}
 	if ok, err := l.health.attempt(now); !ok {
 		return &UnavailableError{Op: "cooldown", Err: err}
 	}
-	keys := []string{l.keys.keys(boundary, "").cooldown}
+	keys := []string{l.keys.base(boundary) + cooldownSuffix}
 	// Round up to whole microseconds: a pause must never end early.
 	_, err := l.run(ctx, l.pause, keys, []any{ceilMicro(length).Microseconds()})
 	if err != nil {
@@ -360,16 +374,6 @@ func honoursContext(rdb redis.UniversalClient) bool {
 		return c.Options().ContextTimeoutEnabled
 	}
 	return false
-}
-
-// scriptArgs returns the decide.lua arguments describing one group.
-func scriptArgs(specs []spec) []any {
-	args := make([]any, 0, 1+3*len(specs))
-	args = append(args, len(specs))
-	for _, s := range specs {
-		args = append(args, s.field(), s.interval, s.burst)
-	}
-	return args
 }
 
 // errReply reports a script reply of an unexpected shape.

@@ -1,0 +1,93 @@
+// Package limiter keeps calls to a payment or SaaS provider under the
+// provider's rate limit, across every worker that shares a credential, so
+// the provider is not melted and does not answer 429.
+//
+// # Deciding
+//
+// A [Limiter] decides one request at a time: [Limiter.Allow] takes a token
+// from every limit that applies, or from none, and returns a [Decision].
+// Being limited is data, not an error: Decision.RetryAfter says how long to
+// wait before asking again, and Decision.Reason says what refused. The
+// retrybudget Transport calls Allow before every attempt, waits RetryAfter
+// only when that fits the caller's deadline, and otherwise gives up with a
+// capacity error; delayed work is surfaced to its owner, never queued
+// without bound.
+//
+// Two implementations are provided:
+//
+//   - [Local], on golang.org/x/time/rate, for one process: no
+//     coordination, state per boundary, idle state dropped.
+//   - [Redis], for a fleet: any redis.UniversalClient (standalone, sentinel
+//     or cluster), one round trip and one Lua script per decision, Redis
+//     TIME as the fleet's one clock.
+//
+// # Boundaries
+//
+// A boundary is what the provider meters: usually its host plus the
+// account or API key. A [Boundary] function maps a request to its key:
+// [ByCredential] (host and a SHA-256 hash of the Authorization header),
+// [ByHeader] (host and a hash of an API-key header) or [Fixed] (a named
+// account). Raw credentials never reach Redis or the logs; [Redis] hashes
+// the boundary once more before using it in a key.
+//
+// # Limits
+//
+// A [Limit] is GCRA, a token bucket seen as a schedule: Rate requests per
+// Period, with up to Burst at once from an idle boundary. In any window of
+// one Period a Limit allows at most Rate+Burst-1 requests, so Burst 1, the
+// zero value, never exceeds Rate in a window; [Window] builds a limit that
+// never exceeds n per window while allowing bursts. Several limits per
+// boundary (100/s and 10,000/h) are checked together: a request is allowed
+// only if all allow, and nothing is taken if any refuses.
+//
+// A limiter cannot see when a request reaches the provider, only when it
+// was allowed, so network delay can bunch requests up on arrival. Against a
+// provider that meters with a token bucket of the same Rate and Burst this
+// matters only when an idle boundary becomes busy, and then costs about one
+// request; a Burst one or two below the provider's removes even that.
+//
+// # Cooldown
+//
+// When the provider answers 429 or 503 with Retry-After, the Transport
+// calls [Limiter.Cooldown]: the whole boundary pauses until then, for every
+// worker that shares it. [Redis] stores the pause in Redis, as a length
+// added to Redis TIME (not the caller's clock), and checks it in the same
+// script as the rate decision, so the fleet stops at once. Pauses only
+// grow, and are capped by MaxCooldown.
+//
+// # Fairness
+//
+// With OwnerShare set, each owner (Request.Owner, usually a tenant) is
+// additionally held to that fraction of every limit, in the same atomic
+// check, so one tenant's backlog cannot take the whole boundary. The price
+// is that a lone tenant cannot use more than its share either.
+//
+// # Leasing
+//
+// For hot boundaries [Redis] can take up to RedisConfig.Lease tokens per
+// round trip and spend the spare ones locally for up to LeaseTTL. The
+// fleet still never spends more tokens than the limit grants, but may
+// spend them up to LeaseTTL late, so any window of length W may see what
+// the limit grants in W+LeaseTTL. Unused tokens expire and are lost.
+//
+// # When Redis is in trouble
+//
+// Every round trip is bounded by RedisConfig.Timeout (50ms by default),
+// even with a client that ignores context deadlines. When Redis fails, the
+// limiter follows its [Policy]: [FailOpen] decides from a process-local
+// fallback holding FallbackShare of every limit, [FailClosed] returns an
+// [*UnavailableError] matching [ErrUnavailable]. It logs the outage once
+// (through an optional *slog.Logger; nil is silent), probes Redis once per
+// ProbeInterval, and goes back to Redis by itself when it answers.
+//
+// # Keys
+//
+// For a boundary b, [Redis] uses three keys under its Prefix, all with the
+// hash tag of b so that a cluster keeps them on one slot:
+//
+//	<prefix>{<hash of b>}:cd          the cooldown: end of the pause, in µs of Redis TIME
+//	<prefix>{<hash of b>}:r           the boundary's limits: a hash of TATs, one field per limit
+//	<prefix>{<hash of b>}:o:<hash>    one owner's share, when OwnerShare is set
+//
+// Every key expires once it no longer holds anything a fresh key would not.
+package limiter
