@@ -93,7 +93,9 @@ func TestLedgerConflictOnChangedPayload(t *testing.T) {
 func TestLedgerOneOfFiftyConcurrentSubmissionsIsSent(t *testing.T) {
 	p := newPayments(t, false)
 	release := make(chan struct{})
+	p.mu.Lock()
 	p.hold = func() { <-release } // keep the winner in flight while the others arrive
+	p.mu.Unlock()
 	store := ledger.NewMemory(ledger.MemoryConfig{})
 	tr, _ := newFakeTransport(Config{Ledger: store})
 	var wg sync.WaitGroup
@@ -144,12 +146,14 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func TestLedgerLostResponseOneEffect(t *testing.T) {
 	p := newPayments(t, true)
+	p.mu.Lock()
 	p.fault = func(n int) string {
 		if n == 1 {
 			return "lost"
 		}
 		return ""
 	}
+	p.mu.Unlock()
 	store := ledger.NewMemory(ledger.MemoryConfig{})
 	tr, _ := newFakeTransport(Config{Ledger: store})
 	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
@@ -165,12 +169,14 @@ func TestLedgerLostResponseOneEffect(t *testing.T) {
 
 func TestLedgerRepeated429sKeepOneIdentity(t *testing.T) {
 	p := newPayments(t, true)
+	p.mu.Lock()
 	p.fault = func(n int) string {
 		if n <= 3 {
 			return "429"
 		}
 		return ""
 	}
+	p.mu.Unlock()
 	store := ledger.NewMemory(ledger.MemoryConfig{})
 	tr, _ := newFakeTransport(Config{Ledger: store, MaxAttempts: 2, Budget: UnlimitedBudget{}})
 	// First call: two 429s, gives up; the record must survive as failed
