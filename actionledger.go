@@ -20,8 +20,8 @@ type ledgerCall struct {
 	// token is the fencing token; zero while the call does not own the
 	// action.
 	token int64
-	// reservedAt is when the lease was last taken or renewed.
-	reservedAt time.Time
+	// keeper renews the lease while the owning call runs; nil otherwise.
+	keeper *ledger.Keeper
 }
 
 // LedgerEvent describes one action ledger decision or failure.
@@ -71,9 +71,9 @@ func (c *call) reserve() (resp *http.Response, err error, done bool) {
 	}
 	c.ledgerEvent(res.Verdict.String(), res.Path, nil)
 	c.led.token = res.Token
-	c.led.reservedAt = c.t.clock.Now()
 	switch res.Verdict {
 	case ledger.VerdictCreated, ledger.VerdictRetry, ledger.VerdictResend:
+		c.keepLease()
 		return nil, nil, false
 	case ledger.VerdictReplayed:
 		return c.replay(res.Record.Outcome), nil, true
@@ -103,6 +103,7 @@ func (c *call) reconcile(rec ledger.Record) (*http.Response, error, bool) {
 	switch res.State {
 	case ledger.StateFailed:
 		// The provider never acted: this call owns the action, send it.
+		c.keepLease()
 		return nil, nil, false
 	case ledger.StateCompleted:
 		if serr := ledger.Settle(ctx, c.t.cfg.Ledger, c.led.key, c.led.token, res); serr != nil {
@@ -151,22 +152,19 @@ func (c *call) replay(o *ledger.Outcome) *http.Response {
 	return c.attach(resp, func() {})
 }
 
-// ledgerAttempt records one send in the action's history and renews the
-// lease when half of it has passed, so a long call keeps its action.
+// keepLease renews the owned action's lease in the background for as long
+// as the call runs, so a long attempt keeps its action; settle stops it.
+func (c *call) keepLease() {
+	c.led.keeper = ledger.KeepLease(c.req.Context(), c.t.cfg.Ledger, c.led.key, c.led.token, c.t.cfg.LedgerLease)
+}
+
+// ledgerAttempt records one send in the action's history.
 func (c *call) ledgerAttempt(cls Class) {
 	if c.led == nil || c.led.token == 0 {
 		return
 	}
-	ctx := c.req.Context()
-	if _, err := c.t.cfg.Ledger.AddAttempt(ctx, c.led.key, c.led.token, cls.String()); err != nil {
+	if _, err := c.t.cfg.Ledger.AddAttempt(c.req.Context(), c.led.key, c.led.token, cls.String()); err != nil {
 		c.ledgerEvent("attempt", nil, err)
-	}
-	if now := c.t.clock.Now(); now.Sub(c.led.reservedAt) > c.t.cfg.LedgerLease/2 {
-		if err := c.t.cfg.Ledger.Renew(ctx, c.led.key, c.led.token, c.t.cfg.LedgerLease); err != nil {
-			c.ledgerEvent("renew", nil, err)
-		} else {
-			c.led.reservedAt = now
-		}
 	}
 }
 
@@ -178,6 +176,9 @@ func (c *call) ledgerAttempt(cls Class) {
 func (c *call) settle(resp *http.Response) {
 	if c.led == nil || c.led.token == 0 {
 		return
+	}
+	if c.led.keeper != nil {
+		c.led.keeper.Stop()
 	}
 	ctx := context.WithoutCancel(c.req.Context()) // record even if the caller gave up
 	store := c.t.cfg.Ledger

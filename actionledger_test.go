@@ -233,3 +233,42 @@ func TestLedgerExpiredRecordRunsAsNewAction(t *testing.T) {
 		t.Fatalf("effects %d; want 2: past retention the same key is a new action (documented)", effects)
 	}
 }
+
+func TestLedgerLongCallKeepsItsLease(t *testing.T) {
+	// Real time is the point: the lease must outlive a slow attempt.
+	p := newPayments(t, false)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	p.mu.Lock()
+	p.hold = func() { once.Do(func() { close(arrived); <-release }) }
+	p.mu.Unlock()
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	cfg := Config{Ledger: store, LedgerLease: 150 * time.Millisecond, KeysHonoured: true}
+	done := make(chan error, 1)
+	go func() {
+		resp, err := chargeTo(t, New(cfg), p.URL, order, `{"amount":100}`)
+		if err == nil {
+			readAll(t, resp)
+		}
+		done <- err
+	}()
+	<-arrived
+	// Three leases later, a second worker must still see the action as
+	// pending: it was renewed, not abandoned.
+	deadline := time.Now().Add(450 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		_, err := chargeTo(t, New(cfg), p.URL, order, `{"amount":100}`)
+		if !errors.Is(err, ErrPending) {
+			close(release)
+			t.Fatalf("second worker got %v while the first was still in its call; want ErrPending", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if effects, calls := p.total(); effects != 1 || calls != 1 {
+		t.Fatalf("effects %d calls %d; want 1, 1", effects, calls)
+	}
+}

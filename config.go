@@ -103,8 +103,8 @@ type Config struct {
 	// "hostname:pid".
 	LedgerOwner string
 	// LedgerLease is how long a call holds its action before others may
-	// take it over; calls renew it after every attempt once half has
-	// passed. Zero means ledger.DefaultLease (30s).
+	// take it over; a running call renews it every third of it
+	// (ledger.KeepLease). Zero means ledger.DefaultLease (30s).
 	LedgerLease time.Duration
 	// Reconciler asks the provider what became of an action whose owner
 	// died mid-call (typically a GET by idempotency key). Nil means such
