@@ -1,0 +1,115 @@
+package otelretry
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/retrybudget/retrybudget"
+)
+
+// Each method below handles one Observer event; Observer wires them to its
+// fields, so a new event is one method and one line there.
+
+func (t *Telemetry) attempt(ev retrybudget.AttemptEvent) {
+	end := time.Now()
+	ctx := contextOf(ev.Request)
+	attrs := t.metricAttrs(ev.Request, 2)
+	attrs = append(attrs, ClassKey.String(ev.Class.String()))
+	if ev.StatusCode != 0 {
+		attrs = append(attrs, semconv.HTTPResponseStatusCode(ev.StatusCode))
+	}
+	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	t.m.attempts.Add(ctx, 1, set)
+	t.m.attemptDuration.Record(ctx, ev.Duration.Seconds(), set)
+	if t.tracer != nil && ev.Request != nil {
+		t.attemptSpan(ctx, ev, end)
+	}
+}
+
+func (t *Telemetry) retry(ev retrybudget.RetryEvent) {
+	ctx := contextOf(ev.Request)
+	attrs := t.metricAttrs(ev.Request, 1)
+	attrs = append(attrs, ClassKey.String(ev.Class.String()))
+	t.m.retries.Add(ctx, 1, metric.WithAttributes(attrs...))
+	t.event(ctx, "retrybudget.retry",
+		semconv.HTTPRequestResendCount(ev.Attempt-1),
+		ClassKey.String(ev.Class.String()),
+		DelayKey.Float64(ev.Delay.Seconds()),
+		RetryAfterKey.Float64(ev.RetryAfter.Seconds()),
+	)
+}
+
+// giveUp counts the call by reason. The Outcome's Problem is left out: it
+// comes from the response body.
+func (t *Telemetry) giveUp(ev retrybudget.GiveUpEvent) {
+	ctx := contextOf(ev.Request)
+	o := ev.Outcome
+	attrs := t.metricAttrs(ev.Request, 3)
+	attrs = append(attrs,
+		ClassKey.String(o.Class.String()),
+		ReasonKey.String(reasonCode(o.Reason)),
+		MaybeAppliedKey.Bool(o.MaybeApplied),
+	)
+	t.m.giveUps.Add(ctx, 1, metric.WithAttributes(attrs...))
+	t.event(ctx, "retrybudget.giveup", attrs[len(attrs)-3:]...)
+}
+
+// budget counts refusals only: an allowed retry is already counted in
+// retrybudget.retries.
+func (t *Telemetry) budget(ev retrybudget.BudgetEvent) {
+	if ev.Decision.Allowed {
+		return
+	}
+	ctx := contextOf(ev.Request)
+	attrs := []attribute.KeyValue{
+		DestinationKey.String(ev.Destination),
+		DegradedKey.Bool(ev.Decision.Degraded),
+	}
+	t.m.refusals.Add(ctx, 1, metric.WithAttributes(attrs...))
+	t.event(ctx, "retrybudget.budget.refusal", attrs...)
+}
+
+func (t *Telemetry) limited(ev retrybudget.LimitEvent) {
+	ctx := contextOf(ev.Request)
+	attrs := make([]attribute.KeyValue, 0, 3)
+	attrs = append(attrs, BoundaryKey.String(ev.Boundary))
+	if ev.Decision.Reason != "" {
+		attrs = append(attrs, LimiterReasonKey.String(string(ev.Decision.Reason)))
+	}
+	attrs = append(attrs, FallbackKey.Bool(ev.Decision.Fallback))
+	t.m.limiterWait.Record(ctx, ev.Wait.Seconds(), metric.WithAttributes(attrs...))
+	t.event(ctx, "retrybudget.limiter.wait", append(attrs, DelayKey.Float64(ev.Wait.Seconds()))...)
+}
+
+func (t *Telemetry) cooldown(ev retrybudget.CooldownEvent) {
+	ctx := contextOf(ev.Request)
+	t.m.cooldowns.Add(ctx, 1, metric.WithAttributes(BoundaryKey.String(ev.Boundary)))
+	t.event(ctx, "retrybudget.cooldown",
+		BoundaryKey.String(ev.Boundary), UntilKey.String(ev.Until.UTC().Format(time.RFC3339Nano)))
+}
+
+// event adds an event to the span of ctx when spans are on and that span is
+// recording; the span belongs to the caller, who sees what the Transport
+// did between attempts.
+func (t *Telemetry) event(ctx context.Context, name string, attrs ...attribute.KeyValue) {
+	if t.tracer == nil {
+		return
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent(name, trace.WithAttributes(attrs...))
+	}
+}
+
+// contextOf returns the request's context, for exemplars and parent spans.
+func contextOf(req *http.Request) context.Context {
+	if req == nil {
+		return context.Background()
+	}
+	return req.Context()
+}

@@ -1,0 +1,92 @@
+package otelretry
+
+import (
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Attribute keys of this package; the others come from the OpenTelemetry
+// semantic conventions.
+const (
+	// ClassKey is the attempt's retrybudget.Class, as Class.String names it.
+	ClassKey = attribute.Key("retrybudget.class")
+	// KeyKey is the idempotency key sent; only on spans, as it is unique
+	// per action.
+	KeyKey = attribute.Key("retrybudget.key")
+	// ReasonKey is why a call gave up, as a short code (see the package
+	// documentation).
+	ReasonKey = attribute.Key("retrybudget.reason")
+	// MaybeAppliedKey reports whether a call that gave up may have had an
+	// effect at the provider.
+	MaybeAppliedKey = attribute.Key("retrybudget.maybe_applied")
+	// DestinationKey is the retry budget's destination.
+	DestinationKey = attribute.Key("retrybudget.destination")
+	// DegradedKey reports that a shared budget was unreachable and its
+	// fallback decided.
+	DegradedKey = attribute.Key("retrybudget.budget.degraded")
+	// BoundaryKey is the rate limiter boundary.
+	BoundaryKey = attribute.Key("retrybudget.boundary")
+	// LimiterReasonKey is the check that made the limiter refuse: rate,
+	// owner or cooldown.
+	LimiterReasonKey = attribute.Key("retrybudget.limiter.reason")
+	// FallbackKey reports that the limiter's decision came from its local
+	// fallback.
+	FallbackKey = attribute.Key("retrybudget.limiter.fallback")
+	// DelayKey is a retry's wait in seconds; only on span events.
+	DelayKey = attribute.Key("retrybudget.delay")
+	// RetryAfterKey is the wait the provider asked for in seconds; only
+	// on span events.
+	RetryAfterKey = attribute.Key("retrybudget.retry_after")
+	// UntilKey is the end of a boundary's pause, in RFC 3339; only on span
+	// events.
+	UntilKey = attribute.Key("retrybudget.until")
+)
+
+// durationBuckets are the histogram boundaries, in seconds, of attempt
+// durations and limiter waits: those the semantic conventions advise for
+// http.client.request.duration, extended to the Transport's default MaxWait
+// of 60s.
+var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 30, 60}
+
+// instruments are the metric instruments of a Telemetry.
+type instruments struct {
+	attempts        metric.Int64Counter
+	attemptDuration metric.Float64Histogram
+	retries         metric.Int64Counter
+	giveUps         metric.Int64Counter
+	refusals        metric.Int64Counter
+	limiterWait     metric.Float64Histogram
+	cooldowns       metric.Int64Counter
+	replays         metric.Int64Counter
+	conflicts       metric.Int64Counter
+}
+
+// newInstruments creates every instrument, or reports all that failed.
+func newInstruments(m metric.Meter) (instruments, error) {
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	histogram := func(name, desc string) metric.Float64Histogram {
+		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(durationBuckets...))
+		errs = append(errs, err)
+		return h
+	}
+	in := instruments{
+		attempts:        counter("retrybudget.attempts", "{attempt}", "Attempts sent to a provider, first attempts included."),
+		attemptDuration: histogram("retrybudget.attempt.duration", "Duration of one attempt, up to its response headers or error."),
+		retries:         counter("retrybudget.retries", "{retry}", "Retries about to be waited for, by the class of the failed attempt."),
+		giveUps:         counter("retrybudget.giveups", "{call}", "Calls that ended without success, by reason."),
+		refusals:        counter("retrybudget.budget.refusals", "{retry}", "Retries the retry budget refused."),
+		limiterWait:     histogram("retrybudget.limiter.wait", "Waits the rate limiter imposed before an attempt."),
+		cooldowns:       counter("retrybudget.cooldowns", "{cooldown}", "Pauses of a whole limiter boundary asked for by a provider."),
+		replays:         counter("retrybudget.ledger.replays", "{action}", "Actions answered from the ledger instead of being sent again."),
+		conflicts:       counter("retrybudget.ledger.conflicts", "{action}", "Action keys reused for a different request."),
+	}
+	return in, errors.Join(errs...)
+}
