@@ -1,0 +1,142 @@
+package limiterbench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/retrybudget/retrybudget/internal/redistest"
+	"github.com/retrybudget/retrybudget/limiter"
+)
+
+// compareEnv turns TestCompare on; it runs for about a minute.
+const compareEnv = "LIMITER_COMPARE"
+
+// TestCompare is BenchmarkDecisions made robust to a shared, noisy
+// machine: many short rounds, contenders in a fresh random order each
+// round, and per concurrency the median throughput of each contender plus
+// the median of the per-round ratio limiter/redis_rate (each ratio taken
+// from runs a fraction of a second apart, so load from other processes
+// mostly cancels out).
+func TestCompare(t *testing.T) {
+	if os.Getenv(compareEnv) == "" {
+		t.Skipf("set %s=1 to run the interleaved comparison", compareEnv)
+	}
+	const (
+		rounds = 15
+		slice  = 300 * time.Millisecond
+	)
+	base := redistest.Client(t)
+	o := base.Options()
+	rdb := redis.NewClient(&redis.Options{
+		Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB,
+		ContextTimeoutEnabled: true,
+		PoolSize:              64,
+	})
+	t.Cleanup(func() { _ = rdb.Close() })
+	rt := &roundTrips{}
+	rdb.AddHook(rt)
+	prefix := redistest.Prefix(t)
+
+	rr := redis_rate.NewLimiter(rdb)
+	rrLimit := redis_rate.PerSecond(hotRate)
+	newLim := func(name string, lease int) *limiter.Redis {
+		l, err := limiter.NewRedis(rdb, limiter.RedisConfig{
+			Limits:  []limiter.Limit{limiter.PerSecond(hotRate).WithBurst(hotRate)},
+			Prefix:  prefix + name + ":",
+			Timeout: time.Second,
+			Lease:   lease,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	lim, leased := newLim("plain", 0), newLim("lease", 10)
+	req := limiter.Request{Boundary: "api.example.com#0123456789abcdef"}
+	rrKey := prefix + "redis_rate:api.example.com#0123456789abcdef"
+	contenders := []struct {
+		name string
+		op   func(ctx context.Context) error
+	}{
+		{"ping", func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+		{"redis_rate", func(ctx context.Context) error { _, err := rr.Allow(ctx, rrKey, rrLimit); return err }},
+		{"limiter", func(ctx context.Context) error { return mustAllow(lim.Allow(ctx, req)) }},
+		{"limiter_lease10", func(ctx context.Context) error { return mustAllow(leased.Allow(ctx, req)) }},
+	}
+	for _, ct := range contenders {
+		if err := ct.op(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var report strings.Builder
+	fmt.Fprintf(&report, "%d rounds of %v per contender, median decisions/s (round trips per decision):\n", rounds, slice)
+	fmt.Fprintf(&report, "%-5s %16s %16s %16s %18s %14s\n", "conc", "PING", "redis_rate", "limiter", "limiter lease10", "limiter/rr")
+	for _, c := range []int{1, 16, 64} {
+		rates := make(map[string][]float64)
+		trips := make(map[string][]float64)
+		var ratios []float64
+		order := []int{0, 1, 2, 3}
+		for range rounds {
+			rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			got := make(map[string]float64)
+			for _, i := range order {
+				ct := contenders[i]
+				n, rts := timed(t, c, slice, rt, ct.op)
+				got[ct.name] = n
+				rates[ct.name] = append(rates[ct.name], n)
+				trips[ct.name] = append(trips[ct.name], rts)
+			}
+			ratios = append(ratios, got["limiter"]/got["redis_rate"])
+		}
+		cell := func(name string) string {
+			return fmt.Sprintf("%8.0f (%.2f)", median(rates[name]), median(trips[name]))
+		}
+		fmt.Fprintf(&report, "%-5d %16s %16s %16s %18s %14.2f\n", c, cell("ping"), cell("redis_rate"), cell("limiter"), cell("limiter_lease10"), median(ratios))
+	}
+	t.Log("\n" + report.String())
+}
+
+// timed runs op on c goroutines for d and returns operations per second and
+// round trips per operation.
+func timed(t *testing.T, c int, d time.Duration, rt *roundTrips, op func(context.Context) error) (float64, float64) {
+	ctx := context.Background()
+	var ops atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	rt.n.Store(0)
+	start := time.Now()
+	for range c {
+		wg.Go(func() {
+			for !stop.Load() {
+				if err := op(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+				ops.Add(1)
+			}
+		})
+	}
+	time.Sleep(d)
+	stop.Store(true)
+	wg.Wait()
+	n := float64(ops.Load())
+	return n / time.Since(start).Seconds(), float64(rt.n.Load()) / n
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
