@@ -1,9 +1,6 @@
 package limiter
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // cooldownDecision refuses a request because its boundary is paused until
 // until.
@@ -23,18 +20,4 @@ func ceilMicro(d time.Duration) time.Duration {
 		return 0
 	}
 	return (d + time.Microsecond - 1) / time.Microsecond * time.Microsecond
-}
-
-// cmp0 returns v, or def when v is zero.
-func cmp0[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
-// errShare reports an invalid share field.
-func errShare(field string, share float64) error {
-	return fmt.Errorf("%w: %s %v must be in (0, 1]", ErrInvalidConfig, field, share)
 }

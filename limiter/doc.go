@@ -78,7 +78,11 @@
 // fallback holding FallbackShare of every limit, [FailClosed] returns an
 // [*UnavailableError] matching [ErrUnavailable]. It logs the outage once
 // (through an optional *slog.Logger; nil is silent), probes Redis once per
-// ProbeInterval, and goes back to Redis by itself when it answers.
+// ProbeInterval, and goes back to Redis by itself when it answers. Two
+// costs of an outage are worth knowing: tokens spent from the fallback are
+// not recorded in Redis, and a Redis that lost its data (a restart without
+// persistence, a failover to a lagging replica) starts every boundary with
+// full buckets, so the fleet may send up to one extra burst per limit.
 //
 // # Keys
 //

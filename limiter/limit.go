@@ -86,7 +86,7 @@ func (l Limit) validate() error {
 		return fmt.Errorf("%w: limit %v: Period must not be negative", ErrInvalidConfig, l)
 	case l.Burst < 0:
 		return fmt.Errorf("%w: limit %v: Burst must not be negative", ErrInvalidConfig, l)
-	case l.period() < time.Microsecond*time.Duration(l.Rate):
+	case int64(l.Rate) > l.period().Microseconds():
 		// The interval is kept in whole microseconds (the resolution of
 		// Redis TIME); a faster rate would round to zero.
 		return fmt.Errorf("%w: limit %v: more than one request per microsecond", ErrInvalidConfig, l)

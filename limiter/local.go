@@ -105,21 +105,6 @@ func newLocal(cfg LocalConfig, now func() time.Time) (*Local, error) {
 	return l, nil
 }
 
-// groupSpecs validates limits and share and returns the specs of a
-// boundary and of one owner's share (nil without a share).
-func groupSpecs(limits []Limit, share float64) (boundary, owner []spec, err error) {
-	if share != 0 && !validShare(share) {
-		return nil, nil, errShare("OwnerShare", share)
-	}
-	if boundary, err = specs(limits, 1); err != nil {
-		return nil, nil, err
-	}
-	if share != 0 && len(limits) > 0 {
-		owner, _ = specs(limits, share)
-	}
-	return boundary, owner, nil
-}
-
 // Allow decides r at the current time. It never returns an error.
 func (l *Local) Allow(_ context.Context, r Request) (Decision, error) {
 	l.mu.Lock()

@@ -1,6 +1,11 @@
 package limiter
 
-import _ "embed"
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+)
 
 // decideLua takes one rate decision; see the comments at its top.
 //
@@ -11,3 +16,21 @@ var decideLua string
 //
 //go:embed cooldown.lua
 var cooldownLua string
+
+// errReply reports a script reply of an unexpected shape.
+var errReply = errors.New("limiter: unexpected script reply")
+
+// parseDecision reads decide.lua's reply {granted, wait_us, reason}.
+func parseDecision(v any) (granted int64, wait time.Duration, reason int64, err error) {
+	vals, ok := v.([]any)
+	if !ok || len(vals) != 3 {
+		return 0, 0, 0, fmt.Errorf("%w: %v", errReply, v)
+	}
+	var n [3]int64
+	for i, x := range vals {
+		if n[i], ok = x.(int64); !ok {
+			return 0, 0, 0, fmt.Errorf("%w: %v", errReply, v)
+		}
+	}
+	return n[0], time.Duration(n[1]) * time.Microsecond, n[2], nil
+}

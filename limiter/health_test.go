@@ -1,0 +1,126 @@
+package limiter
+
+import (
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+)
+
+func TestHealth(t *testing.T) {
+	logs := &recordingHandler{}
+	h := &health{interval: time.Second, logger: slog.New(logs), policy: FailClosed}
+	boom := errors.New("boom")
+
+	if ok, _ := h.attempt(t0); !ok {
+		t.Fatal("healthy limiter refused an attempt")
+	}
+	h.failed(t0, boom)
+	h.failed(t0, boom) // a second failure is not logged again
+	if ok, err := h.attempt(t0.Add(999 * time.Millisecond)); ok || err != boom {
+		t.Fatalf("attempt within the probe interval = %v, %v; want false, boom", ok, err)
+	}
+	if ok, _ := h.attempt(t0.Add(time.Second)); !ok {
+		t.Fatal("no probe after the interval")
+	}
+	// One probe per interval, even while the first is still out.
+	if ok, _ := h.attempt(t0.Add(time.Second + time.Millisecond)); ok {
+		t.Fatal("second probe in the same interval")
+	}
+	h.succeeded()
+	h.succeeded()
+	if ok, _ := h.attempt(t0.Add(time.Second + 2*time.Millisecond)); !ok {
+		t.Fatal("recovered limiter refused an attempt")
+	}
+	recs := logs.all()
+	want := []string{
+		"WARN limiter: redis unavailable policy=fail-closed retry_in=1s err=boom",
+		"INFO limiter: redis available again",
+	}
+	if len(recs) != len(want) || recs[0] != want[0] || recs[1] != want[1] {
+		t.Fatalf("logs %q, want %q", recs, want)
+	}
+
+	// A nil logger is silent, and fine.
+	quiet := &health{interval: time.Second}
+	quiet.failed(t0, boom)
+	quiet.succeeded()
+}
+
+func TestLeases(t *testing.T) {
+	l := newLeases(100 * time.Millisecond)
+	a := leaseKey{boundary: "a"}
+	if l.take(a, t0) {
+		t.Fatal("took a token never leased")
+	}
+	l.put(a, 2, t0)
+	// A second lease merges, and keeps the first one's expiry so no token
+	// outlives its TTL.
+	l.put(a, 1, t0.Add(50*time.Millisecond))
+	for i := 0; i < 3; i++ {
+		if !l.take(a, t0.Add(60*time.Millisecond)) {
+			t.Fatalf("token %d missing", i)
+		}
+	}
+	if l.take(a, t0.Add(60*time.Millisecond)) {
+		t.Fatal("took a 4th token of 3")
+	}
+	l.put(a, 5, t0)
+	if l.take(a, t0.Add(100*time.Millisecond)) {
+		t.Fatal("took a token at its expiry")
+	}
+	l.put(a, 5, t0)
+	l.put(leaseKey{boundary: "a", owner: "x"}, 5, t0)
+	l.put(leaseKey{boundary: "b"}, 5, t0)
+	l.drop("a")
+	if l.take(a, t0) || l.take(leaseKey{boundary: "a", owner: "x"}, t0) {
+		t.Fatal("drop left a lease of the boundary")
+	}
+	if !l.take(leaseKey{boundary: "b"}, t0) {
+		t.Fatal("drop took another boundary's lease")
+	}
+	l.put(leaseKey{boundary: "c"}, 0, t0) // nothing to store
+	// Expired leases are swept when new ones are stored.
+	l.put(leaseKey{boundary: "d"}, 1, t0.Add(time.Hour))
+	if n := len(l.m); n != 1 {
+		t.Fatalf("%d leases after the sweep, want 1", n)
+	}
+}
+
+func TestPauses(t *testing.T) {
+	var p pauses
+	if !p.until("a", t0).IsZero() {
+		t.Fatal("paused before any cooldown")
+	}
+	end := t0.Add(time.Second)
+	if got := p.extend("a", end, t0); !got.Equal(end) {
+		t.Fatalf("extend = %v, want %v", got, end)
+	}
+	if got := p.extend("a", t0.Add(time.Millisecond), t0); !got.Equal(end) {
+		t.Fatalf("a shorter pause shortened it: %v", got)
+	}
+	if got := p.until("a", t0.Add(999*time.Millisecond)); !got.Equal(end) {
+		t.Fatalf("until = %v, want %v", got, end)
+	}
+	if !p.until("b", t0).IsZero() {
+		t.Fatal("another boundary paused")
+	}
+	if !p.until("a", end).IsZero() {
+		t.Fatal("still paused at the end of the pause")
+	}
+	if p.n.Load() != 0 {
+		t.Fatalf("%d pauses remembered after the last ended", p.n.Load())
+	}
+}
+
+func TestParseDecision(t *testing.T) {
+	granted, wait, reason, err := parseDecision([]any{int64(0), int64(1500), int64(reasonOwner)})
+	if err != nil || granted != 0 || wait != 1500*time.Microsecond || reason != reasonOwner {
+		t.Fatalf("got %v %v %v %v", granted, wait, reason, err)
+	}
+	for _, bad := range []any{nil, "x", []any{int64(1)}, []any{int64(1), "2", int64(3)}} {
+		if _, _, _, err := parseDecision(bad); !errors.Is(err, errReply) {
+			t.Errorf("parseDecision(%v) = %v, want errReply", bad, err)
+		}
+	}
+}
