@@ -12,13 +12,16 @@ import (
 // logger as structured records. A nil logger means silent: the zero Observer,
 // which costs nothing per call.
 //
-// Levels: attempts, allowed budget decisions and rate limiter waits at Debug;
-// retries and boundary cooldowns at Info; give-ups and refused retries at
-// Warn. Each record carries the request's method, host (the URL host) and
+// Levels: attempts, allowed budget decisions, rate limiter waits and the
+// ledger's created and retry verdicts at Debug; retries, boundary cooldowns
+// and the other ledger verdicts at Info; give-ups, refused retries and the
+// ledger's conflict and uncertain verdicts at Warn; ledger store failures at
+// Error. Each record carries the request's method, host (the URL host) and
 // path, then the event's own attributes: attempt, attempts, key (the
 // idempotency key, which names an action and grants nothing), class, status,
 // duration, error, delay, retry_after, reason, retry_at, maybe_applied,
-// destination, boundary, wait and until.
+// destination, boundary, wait, until, and for the ledger tenant, operation,
+// action (the Action's key), verdict, op and decision.
 //
 // Credentials stay out of the logs: no header is logged (Authorization,
 // Cookie and API-key headers among them), nor any body, query string, URL
@@ -41,6 +44,7 @@ func LogObserver(logger *slog.Logger) Observer {
 		Budget:   l.budget,
 		Limited:  l.limited,
 		Cooldown: l.cooldown,
+		Ledger:   l.ledger,
 	}
 }
 
@@ -166,6 +170,49 @@ func (l logObserver) cooldown(ev CooldownEvent) {
 	attrs = appendRequestAttrs(attrs, ev.Request)
 	attrs = append(attrs, slog.String("boundary", ev.Boundary), slog.Time("until", ev.Until))
 	l.logger.LogAttrs(ctx, slog.LevelInfo, "retrybudget: boundary cooldown", attrs...)
+}
+
+// ledgerLevel returns the level of a ledger verdict. A conflict or an
+// uncertain action needs a person or a reconciler; a created or retried
+// action is routine; the others (replayed, pending, delayed, resend,
+// reconcile) are worth seeing.
+func ledgerLevel(verdict string) slog.Level {
+	switch verdict {
+	case "created", "retry":
+		return slog.LevelDebug
+	case "conflict", "uncertain":
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
+}
+
+// ledger logs a ledger decision, or a store failure at Error: a record that
+// could not be written is an action the ledger may not protect.
+func (l logObserver) ledger(ev LedgerEvent) {
+	level, msg := ledgerLevel(ev.Verdict), "retrybudget: ledger decision"
+	if ev.Err != nil {
+		level, msg = slog.LevelError, "retrybudget: ledger store failed"
+	}
+	ctx, ok := l.enabled(ev.Request, level)
+	if !ok {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 9)
+	attrs = appendRequestAttrs(attrs, ev.Request)
+	attrs = append(attrs,
+		slog.String("tenant", ev.Action.Tenant),
+		slog.String("operation", ev.Action.Operation),
+		slog.String("action", ev.Action.Key),
+	)
+	if ev.Err != nil {
+		attrs = append(attrs, slog.String("op", ev.Verdict), slog.String("error", errorText(ev.Err)))
+	} else {
+		attrs = append(attrs, slog.String("verdict", ev.Verdict))
+	}
+	if len(ev.Path) > 0 {
+		attrs = append(attrs, slog.Any("decision", ev.Path))
+	}
+	l.logger.LogAttrs(ctx, level, msg, attrs...)
 }
 
 // enabled returns the request's context and whether logger wants records

@@ -13,12 +13,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
@@ -93,7 +95,8 @@ func logAnswer(code int, kv ...string) func(*http.Request) (*http.Response, erro
 
 func TestLogObserverNilLoggerIsSilent(t *testing.T) {
 	o := retrybudget.LogObserver(nil)
-	if o.Attempt != nil || o.Retry != nil || o.GiveUp != nil || o.Budget != nil || o.Limited != nil || o.Cooldown != nil {
+	if o.Attempt != nil || o.Retry != nil || o.GiveUp != nil || o.Budget != nil || o.Limited != nil ||
+		o.Cooldown != nil || o.Ledger != nil {
 		t.Fatalf("LogObserver(nil) = %+v; want the zero Observer", o)
 	}
 }
@@ -247,6 +250,31 @@ func TestLogObserverEvents(t *testing.T) {
 		},
 		level: "INFO", msg: "retrybudget: boundary cooldown",
 		attrs: map[string]any{"boundary": "api.example.com", "until": "2030-01-02T03:04:05Z"},
+	}, {
+		name: "ledger conflict",
+		emit: func(o retrybudget.Observer) {
+			o.Ledger(retrybudget.LedgerEvent{Request: req, Action: retrybudget.Action{Tenant: "acme", Operation: "refund", Key: "r-9"},
+				Verdict: "conflict", Path: []string{"record completed", "fingerprint differs"}})
+		},
+		level: "WARN", msg: "retrybudget: ledger decision",
+		attrs: map[string]any{"tenant": "acme", "operation": "refund", "action": "r-9", "verdict": "conflict",
+			"decision": []any{"record completed", "fingerprint differs"}},
+	}, {
+		name: "ledger replay",
+		emit: func(o retrybudget.Observer) {
+			o.Ledger(retrybudget.LedgerEvent{Request: req, Action: retrybudget.Action{Tenant: "acme", Operation: "refund", Key: "r-9"},
+				Verdict: "replayed"})
+		},
+		level: "INFO", msg: "retrybudget: ledger decision",
+		attrs: map[string]any{"tenant": "acme", "operation": "refund", "action": "r-9", "verdict": "replayed"},
+	}, {
+		name: "ledger store failure",
+		emit: func(o retrybudget.Observer) {
+			o.Ledger(retrybudget.LedgerEvent{Request: req, Action: retrybudget.Action{Tenant: "acme", Operation: "refund", Key: "r-9"},
+				Verdict: "complete", Err: errors.New("redis: connection pool timeout")})
+		},
+		level: "ERROR", msg: "retrybudget: ledger store failed",
+		attrs: map[string]any{"action": "r-9", "op": "complete", "error": "redis: connection pool timeout"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -262,7 +290,7 @@ func TestLogObserverEvents(t *testing.T) {
 			}
 			tt.attrs["method"], tt.attrs["host"], tt.attrs["path"] = "POST", "api.example.com", "/v1/refunds"
 			for k, v := range tt.attrs {
-				if r[k] != v {
+				if !reflect.DeepEqual(r[k], v) {
 					t.Errorf("%s = %v (%T); want %v", k, r[k], r[k], v)
 				}
 			}
@@ -347,6 +375,43 @@ func TestLogObserverNeverLogsCredentials(t *testing.T) {
 		if strings.Contains(out, secret) {
 			t.Errorf("log contains %q:\n%s", secret, out)
 		}
+	}
+}
+
+// TestLogObserverLedger runs an action twice and once changed through a
+// Transport with a ledger, and checks the created, replayed and conflict
+// records.
+func TestLogObserverLedger(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	var rec logRecorder
+	tr := retrybudget.New(retrybudget.Config{
+		Base:     srv.Client().Transport,
+		Ledger:   ledger.NewMemory(ledger.MemoryConfig{}),
+		Observer: retrybudget.LogObserver(rec.logger()),
+	})
+	act := retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
+	for _, body := range []string{`{"amount":100}`, `{"amount":100}`, `{"amount":999}`} {
+		req, _ := http.NewRequestWithContext(retrybudget.WithAction(context.Background(), act), "POST", srv.URL+"/v1/charges",
+			strings.NewReader(body))
+		resp, err := tr.RoundTrip(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	var got []string
+	for _, r := range rec.records(t) {
+		if r["msg"] == "retrybudget: ledger decision" {
+			got = append(got, fmt.Sprint(r["level"], " ", r["verdict"], " ", r["tenant"], " ", r["operation"], " ", r["action"]))
+		}
+	}
+	want := []string{"DEBUG created acme charge order-1", "INFO replayed acme charge order-1", "WARN conflict acme charge order-1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ledger records %q; want %q\n%s", got, want, rec.text())
 	}
 }
 

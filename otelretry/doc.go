@@ -26,8 +26,9 @@
 //	retrybudget.budget.refusals   Int64Counter        {retry}     retrybudget.destination, retrybudget.budget.degraded
 //	retrybudget.limiter.wait      Float64Histogram    s           retrybudget.boundary, retrybudget.limiter.reason¹, retrybudget.limiter.fallback
 //	retrybudget.cooldowns         Int64Counter        {cooldown}  retrybudget.boundary
-//	retrybudget.ledger.replays    Int64Counter        {action}    the caller's (see Telemetry.Replay)
-//	retrybudget.ledger.conflicts  Int64Counter        {action}    the caller's (see Telemetry.Conflict)
+//	retrybudget.ledger.replays    Int64Counter        {action}    http.request.method, server.address, retrybudget.operation
+//	retrybudget.ledger.conflicts  Int64Counter        {action}    http.request.method, server.address, retrybudget.operation
+//	retrybudget.ledger.errors     Int64Counter        {error}     http.request.method, server.address, retrybudget.operation, retrybudget.ledger.op
 //
 // ¹ Only when there is one: a status code when the attempt got a response, a
 // limiter reason when the limiter gave one.
@@ -43,10 +44,20 @@
 // last one when the Transport gave up instead of waiting because it did not
 // fit the deadline or MaxWait.
 //
+// retrybudget.ledger.replays counts calls the action ledger answered with a
+// completed action's stored response, and retrybudget.ledger.conflicts calls
+// whose action key was reused for a different request: both are duplicate
+// effects prevented. retrybudget.ledger.errors counts ledger store
+// operations that failed (retrybudget.ledger.op: reserve, complete, fail,
+// attempt, renew), each an action the ledger may not protect. The operation
+// is the Action's ("charge"); its tenant and key are left out of metrics as
+// unbounded.
+//
 // retrybudget.reason is a short, stable code for the Outcome's Reason:
 // attempts_exhausted, deadline, wait_too_long, uncertain, rejected,
 // budget_exhausted, throttled, rate_limited, limiter, body_not_replayable,
-// canceled, deadline_exceeded, or other.
+// pending, conflict, ledger, canceled, deadline_exceeded, or other (a reason
+// added to package retrybudget after this list).
 //
 // Attribute values are bounded by the destinations and boundaries a program
 // talks to, with one exception to plan for: with limiter.ByCredential, a
@@ -80,21 +91,17 @@
 // without the URL a *url.Error carries. No header, body or query string is
 // ever recorded.
 //
-// Retries, give-ups, refused retries, limiter waits and cooldowns are also
-// added as events (retrybudget.retry, retrybudget.giveup,
-// retrybudget.budget.refusal, retrybudget.limiter.wait,
-// retrybudget.cooldown) to the request context's span, when it is recording,
-// so a trace shows what the Transport did between attempts.
+// Retries, give-ups, refused retries, limiter waits, cooldowns and ledger
+// decisions are also added as events (retrybudget.retry,
+// retrybudget.giveup, retrybudget.budget.refusal, retrybudget.limiter.wait,
+// retrybudget.cooldown, retrybudget.ledger with the verdict and decision
+// path, retrybudget.ledger.error) to the request context's span, when it is
+// recording, so a trace shows what the Transport did around its attempts: a
+// replayed action has a retrybudget.ledger event and no attempt span.
 //
 // The Observer learns of an attempt when it has ended, so the span is
 // recorded afterwards with the attempt's start and end times; it cannot be
 // the parent that a propagator injects into the attempt's headers. A Base
 // wrapped in otelhttp.NewTransport makes its own per-attempt spans, which do
 // propagate; use one or the other, not both, for attempt spans.
-//
-// # Ledger
-//
-// The action ledger's replays and conflicts are not yet Observer events;
-// record them with Telemetry.Replay and Telemetry.Conflict until they are,
-// at which point Telemetry.Observer will count them itself.
 package otelretry

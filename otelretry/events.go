@@ -94,6 +94,29 @@ func (t *Telemetry) cooldown(ev retrybudget.CooldownEvent) {
 		BoundaryKey.String(ev.Boundary), UntilKey.String(ev.Until.UTC().Format(time.RFC3339Nano)))
 }
 
+// ledger counts replays and conflicts, the verdicts that mean the ledger
+// kept an action from being sent twice, and store failures, which mean it
+// may not have. Every verdict is a span event.
+func (t *Telemetry) ledger(ev retrybudget.LedgerEvent) {
+	ctx := contextOf(ev.Request)
+	attrs := t.metricAttrs(ev.Request, 2)
+	attrs = append(attrs, OperationKey.String(ev.Action.Operation))
+	switch {
+	case ev.Err != nil:
+		attrs = append(attrs, LedgerOpKey.String(ev.Verdict))
+		t.m.ledgerErrors.Add(ctx, 1, metric.WithAttributes(attrs...))
+		t.event(ctx, "retrybudget.ledger.error", OperationKey.String(ev.Action.Operation),
+			LedgerOpKey.String(ev.Verdict), semconv.ExceptionMessageKey.String(errorText(ev.Err)))
+		return
+	case ev.Verdict == "replayed":
+		t.m.replays.Add(ctx, 1, metric.WithAttributes(attrs...))
+	case ev.Verdict == "conflict":
+		t.m.conflicts.Add(ctx, 1, metric.WithAttributes(attrs...))
+	}
+	t.event(ctx, "retrybudget.ledger", OperationKey.String(ev.Action.Operation),
+		VerdictKey.String(ev.Verdict), DecisionKey.StringSlice(ev.Path))
+}
+
 // event adds an event to the span of ctx when spans are on and that span is
 // recording; the span belongs to the caller, who sees what the Transport
 // did between attempts.

@@ -39,6 +39,16 @@ const (
 	// RetryAfterKey is the wait the provider asked for in seconds; only
 	// on span events.
 	RetryAfterKey = attribute.Key("retrybudget.retry_after")
+	// OperationKey is the Action's operation, such as "charge".
+	OperationKey = attribute.Key("retrybudget.operation")
+	// LedgerOpKey is the ledger store operation that failed: reserve,
+	// complete, fail, attempt or renew.
+	LedgerOpKey = attribute.Key("retrybudget.ledger.op")
+	// VerdictKey is the ledger's verdict; only on span events.
+	VerdictKey = attribute.Key("retrybudget.ledger.verdict")
+	// DecisionKey is the ledger's decision path in words; only on span
+	// events.
+	DecisionKey = attribute.Key("retrybudget.ledger.decision")
 	// UntilKey is the end of a boundary's pause, in RFC 3339; only on span
 	// events.
 	UntilKey = attribute.Key("retrybudget.until")
@@ -61,6 +71,7 @@ type instruments struct {
 	cooldowns       metric.Int64Counter
 	replays         metric.Int64Counter
 	conflicts       metric.Int64Counter
+	ledgerErrors    metric.Int64Counter
 }
 
 // newInstruments creates every instrument, or reports all that failed.
@@ -87,6 +98,7 @@ func newInstruments(m metric.Meter) (instruments, error) {
 		cooldowns:       counter("retrybudget.cooldowns", "{cooldown}", "Pauses of a whole limiter boundary asked for by a provider."),
 		replays:         counter("retrybudget.ledger.replays", "{action}", "Actions answered from the ledger instead of being sent again."),
 		conflicts:       counter("retrybudget.ledger.conflicts", "{action}", "Action keys reused for a different request."),
+		ledgerErrors:    counter("retrybudget.ledger.errors", "{error}", "Ledger store operations that failed."),
 	}
 	return in, errors.Join(errs...)
 }

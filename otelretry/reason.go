@@ -24,6 +24,9 @@ var reasonCodes = []struct {
 	{retrybudget.ErrRateLimited, "rate_limited"},
 	{retrybudget.ErrLimiter, "limiter"},
 	{retrybudget.ErrBodyNotReplayable, "body_not_replayable"},
+	{retrybudget.ErrPending, "pending"},
+	{retrybudget.ErrConflict, "conflict"},
+	{retrybudget.ErrLedger, "ledger"},
 	{context.Canceled, "canceled"},
 	{context.DeadlineExceeded, "deadline_exceeded"},
 }

@@ -1,9 +1,6 @@
 package otelretry
 
 import (
-	"context"
-
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -72,8 +69,8 @@ func New(cfg Config) (*Telemetry, error) {
 }
 
 // NewObserver returns an Observer that records metrics with mp and spans
-// with tp. A nil provider records nothing of its kind. Use New to also
-// record ledger events.
+// with tp. A nil provider records nothing of its kind. It is short for
+// New(Config{MeterProvider: mp, TracerProvider: tp}).Observer().
 func NewObserver(mp metric.MeterProvider, tp trace.TracerProvider) (retrybudget.Observer, error) {
 	t, err := New(Config{MeterProvider: mp, TracerProvider: tp})
 	if err != nil {
@@ -92,20 +89,6 @@ func (t *Telemetry) Observer() retrybudget.Observer {
 		Budget:   t.budget,
 		Limited:  t.limited,
 		Cooldown: t.cooldown,
+		Ledger:   t.ledger,
 	}
-}
-
-// Replay counts an action the ledger answered with its stored outcome
-// instead of sending it again, in retrybudget.ledger.replays. attrs should
-// have few distinct values, such as the operation ("charge"), never the
-// action's key.
-func (t *Telemetry) Replay(ctx context.Context, attrs ...attribute.KeyValue) {
-	t.m.replays.Add(ctx, 1, metric.WithAttributes(attrs...))
-}
-
-// Conflict counts an action key the ledger found reused for a different
-// request, in retrybudget.ledger.conflicts. attrs should have few distinct
-// values, such as the operation ("charge"), never the action's key.
-func (t *Telemetry) Conflict(ctx context.Context, attrs ...attribute.KeyValue) {
-	t.m.conflicts.Add(ctx, 1, metric.WithAttributes(attrs...))
 }

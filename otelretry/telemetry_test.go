@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/otelretry"
 )
 
@@ -248,6 +249,9 @@ func TestReasonCodes(t *testing.T) {
 		{retrybudget.ErrRateLimited, "rate_limited"},
 		{retrybudget.ErrLimiter, "limiter"},
 		{retrybudget.ErrBodyNotReplayable, "body_not_replayable"},
+		{retrybudget.ErrPending, "pending"},
+		{retrybudget.ErrConflict, "conflict"},
+		{retrybudget.ErrLedger, "ledger"},
 		{context.Canceled, "canceled"},
 		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), "deadline_exceeded"},
 		{errors.New("something new"), "other"},
@@ -266,18 +270,73 @@ func TestReasonCodes(t *testing.T) {
 	}
 }
 
-func TestLedgerCounters(t *testing.T) {
+// TestLedger sends one action three times through a Transport with a
+// ledger: created, then replayed, then changed (a conflict); and reports a
+// store failure.
+func TestLedger(t *testing.T) {
 	h := newHarness(t, otelretry.Config{})
-	op := attribute.String("retrybudget.operation", "charge")
-	h.tel.Replay(context.Background(), op)
-	h.tel.Replay(context.Background(), op)
-	h.tel.Conflict(context.Background())
-	ms := h.metrics(t)
-	if got := count(t, ms, "retrybudget.ledger.replays", op); got != 2 {
-		t.Errorf("replays = %d; want 2", got)
+	srv := server(t, "201")
+	tr := retrybudget.New(retrybudget.Config{
+		Base:     srv.Client().Transport,
+		Ledger:   ledger.NewMemory(ledger.MemoryConfig{}),
+		Observer: h.tel.Observer(),
+	})
+	ctx, parent := h.tp.Tracer("caller").Start(context.Background(), "charges")
+	ctx = retrybudget.WithAction(ctx, retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "order-1"})
+	for _, body := range []string{`{"amount":100}`, `{"amount":100}`, `{"amount":999}`} {
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/charges", strings.NewReader(body))
+		if resp, err := tr.RoundTrip(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
 	}
-	if got := count(t, ms, "retrybudget.ledger.conflicts"); got != 1 {
-		t.Errorf("conflicts = %d; want 1", got)
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/charges", nil)
+	h.tel.Observer().Ledger(retrybudget.LedgerEvent{Request: req, Verdict: "complete",
+		Action: retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "order-2"},
+		Err:    &url.Error{Op: "Post", URL: "https://ledger.internal/?token=secret", Err: errors.New("i/o timeout")}})
+	parent.End()
+
+	ms := h.metrics(t)
+	charge := otelretry.OperationKey.String("charge")
+	for _, c := range []struct {
+		name  string
+		attrs []attribute.KeyValue
+		want  int64
+	}{
+		{"retrybudget.attempts", nil, 1},
+		{"retrybudget.ledger.replays", []attribute.KeyValue{charge, methodPost}, 1},
+		{"retrybudget.ledger.conflicts", []attribute.KeyValue{charge}, 1},
+		{"retrybudget.ledger.errors", []attribute.KeyValue{charge, otelretry.LedgerOpKey.String("complete")}, 1},
+		{"retrybudget.giveups", []attribute.KeyValue{otelretry.ReasonKey.String("conflict")}, 1},
+	} {
+		if got := count(t, ms, c.name, c.attrs...); got != c.want {
+			t.Errorf("%s%v = %d; want %d", c.name, c.attrs, got, c.want)
+		}
+	}
+	var verdicts []string
+	for _, s := range h.spans.Ended() {
+		if s.Name() != "charges" {
+			continue
+		}
+		for _, e := range s.Events() {
+			switch e.Name {
+			case "retrybudget.ledger":
+				for _, kv := range e.Attributes {
+					if kv.Key == otelretry.VerdictKey {
+						verdicts = append(verdicts, kv.Value.AsString())
+					}
+				}
+			case "retrybudget.ledger.error":
+				if fmt.Sprint(e.Attributes) != fmt.Sprint([]attribute.KeyValue{charge,
+					otelretry.LedgerOpKey.String("complete"), semconv.ExceptionMessageKey.String("Post: i/o timeout")}) {
+					t.Errorf("ledger error event %v", e.Attributes)
+				}
+				verdicts = append(verdicts, "error")
+			}
+		}
+	}
+	if fmt.Sprint(verdicts) != "[created replayed conflict error]" {
+		t.Errorf("ledger span events %v; want created, replayed, conflict, error", verdicts)
 	}
 }
 
@@ -300,9 +359,9 @@ func TestNilProvidersRecordNothing(t *testing.T) {
 		o.Budget(retrybudget.BudgetEvent{Request: req})
 		o.Limited(retrybudget.LimitEvent{Request: req})
 		o.Cooldown(retrybudget.CooldownEvent{Request: req})
+		o.Ledger(retrybudget.LedgerEvent{Request: req, Verdict: "replayed"})
+		o.Ledger(retrybudget.LedgerEvent{Request: req, Verdict: "complete", Err: errors.New("down")})
 	}
-	tel.Replay(context.Background())
-	tel.Conflict(context.Background())
 }
 
 // TestMethods checks span names and method attributes for known and
