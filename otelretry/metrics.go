@@ -54,11 +54,13 @@ const (
 	UntilKey = attribute.Key("retrybudget.until")
 )
 
-// durationBuckets are the histogram boundaries, in seconds, of attempt
+// durationBuckets returns the histogram boundaries, in seconds, of attempt
 // durations and limiter waits: those the semantic conventions advise for
 // http.client.request.duration, extended to the Transport's default MaxWait
 // of 60s.
-var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 30, 60}
+func durationBuckets() []float64 {
+	return []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 30, 60}
+}
 
 // instruments are the metric instruments of a Telemetry.
 type instruments struct {
@@ -84,7 +86,7 @@ func newInstruments(m metric.Meter) (instruments, error) {
 	}
 	histogram := func(name, desc string) metric.Float64Histogram {
 		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
-			metric.WithExplicitBucketBoundaries(durationBuckets...))
+			metric.WithExplicitBucketBoundaries(durationBuckets()...))
 		errs = append(errs, err)
 		return h
 	}

@@ -7,38 +7,42 @@ import (
 	"github.com/retrybudget/retrybudget"
 )
 
-// reasonCodes name the Transport's give-up reasons in metrics. The codes
-// are stable: dashboards and alerts match them. Order matters only where
-// errors could match several, which the sentinels do not.
-var reasonCodes = []struct {
-	err  error
-	code string
-}{
-	{retrybudget.ErrAttemptsExhausted, "attempts_exhausted"},
-	{retrybudget.ErrDeadline, "deadline"},
-	{retrybudget.ErrWaitTooLong, "wait_too_long"},
-	{retrybudget.ErrUncertain, "uncertain"},
-	{retrybudget.ErrRejected, "rejected"},
-	{retrybudget.ErrBudgetExhausted, "budget_exhausted"},
-	{retrybudget.ErrThrottled, "throttled"},
-	{retrybudget.ErrRateLimited, "rate_limited"},
-	{retrybudget.ErrLimiter, "limiter"},
-	{retrybudget.ErrBodyNotReplayable, "body_not_replayable"},
-	{retrybudget.ErrPending, "pending"},
-	{retrybudget.ErrConflict, "conflict"},
-	{retrybudget.ErrLedger, "ledger"},
-	{context.Canceled, "canceled"},
-	{context.DeadlineExceeded, "deadline_exceeded"},
-}
-
-// reasonCode returns the code of an Outcome's Reason: by identity with
-// errors.Is, so a reworded message changes nothing; "other" for a reason
-// this package does not know yet.
+// reasonCode returns the code that names an Outcome's Reason in metrics,
+// found by identity with errors.Is, so a reworded message changes nothing.
+// The codes are stable: dashboards and alerts match them. A reason this
+// package does not know yet is "other".
 func reasonCode(reason error) string {
-	for _, r := range reasonCodes {
-		if errors.Is(reason, r.err) {
-			return r.code
-		}
+	switch {
+	case errors.Is(reason, retrybudget.ErrAttemptsExhausted):
+		return "attempts_exhausted"
+	case errors.Is(reason, retrybudget.ErrDeadline):
+		return "deadline"
+	case errors.Is(reason, retrybudget.ErrWaitTooLong):
+		return "wait_too_long"
+	case errors.Is(reason, retrybudget.ErrUncertain):
+		return "uncertain"
+	case errors.Is(reason, retrybudget.ErrRejected):
+		return "rejected"
+	case errors.Is(reason, retrybudget.ErrBudgetExhausted):
+		return "budget_exhausted"
+	case errors.Is(reason, retrybudget.ErrThrottled):
+		return "throttled"
+	case errors.Is(reason, retrybudget.ErrRateLimited):
+		return "rate_limited"
+	case errors.Is(reason, retrybudget.ErrLimiter):
+		return "limiter"
+	case errors.Is(reason, retrybudget.ErrBodyNotReplayable):
+		return "body_not_replayable"
+	case errors.Is(reason, retrybudget.ErrPending):
+		return "pending"
+	case errors.Is(reason, retrybudget.ErrConflict):
+		return "conflict"
+	case errors.Is(reason, retrybudget.ErrLedger):
+		return "ledger"
+	case errors.Is(reason, context.Canceled):
+		return "canceled"
+	case errors.Is(reason, context.DeadlineExceeded):
+		return "deadline_exceeded"
 	}
 	return "other"
 }

@@ -10,13 +10,15 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
 
-// defaultMethods are the methods the HTTP semantic conventions know: those
-// of RFC 9110 §9, PATCH (RFC 5789) and QUERY. It is never modified.
-var defaultMethods = map[string]bool{
-	http.MethodConnect: true, http.MethodDelete: true, http.MethodGet: true,
-	http.MethodHead: true, http.MethodOptions: true, http.MethodPatch: true,
-	http.MethodPost: true, http.MethodPut: true, http.MethodTrace: true,
-	"QUERY": true,
+// isDefaultMethod reports whether m is a method the HTTP semantic
+// conventions know: those of RFC 9110 §9, PATCH (RFC 5789) and QUERY.
+func isDefaultMethod(m string) bool {
+	switch m {
+	case http.MethodConnect, http.MethodDelete, http.MethodGet, http.MethodHead, http.MethodOptions,
+		http.MethodPatch, http.MethodPost, http.MethodPut, http.MethodTrace, "QUERY":
+		return true
+	}
+	return false
 }
 
 // method returns the request's method as recorded, and whether it is known.
@@ -26,7 +28,7 @@ func (t *Telemetry) method(req *http.Request) (string, bool) {
 	if m == "" {
 		m = http.MethodGet
 	}
-	if t.known[m] {
+	if (t.known == nil && isDefaultMethod(m)) || t.known[m] {
 		return m, true
 	}
 	return "_OTHER", false

@@ -39,7 +39,8 @@ type Config struct {
 type Telemetry struct {
 	tracer trace.Tracer // nil without a TracerProvider
 	m      instruments
-	// known is the set of methods recorded as they are.
+	// known is the set of methods recorded as they are; nil means the
+	// semantic conventions' list (isDefaultMethod).
 	known    map[string]bool
 	omitPath bool
 }
@@ -55,7 +56,7 @@ func New(cfg Config) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Telemetry{m: m, known: defaultMethods, omitPath: cfg.OmitPath}
+	t := &Telemetry{m: m, omitPath: cfg.OmitPath}
 	if cfg.KnownMethods != nil {
 		t.known = make(map[string]bool, len(cfg.KnownMethods))
 		for _, k := range cfg.KnownMethods {
