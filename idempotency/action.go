@@ -1,0 +1,96 @@
+package idempotency
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/retrybudget/retrybudget"
+)
+
+// StepSeparator joins an inbound operation and a step name in the
+// Operation of an action derived by Outbound.
+const StepSeparator = " -> "
+
+// inbound is what the middleware puts in a guarded request's context.
+type inbound struct {
+	action retrybudget.Action
+	// effect is set by MarkEffect, from the handler's goroutine or any
+	// goroutine it starts, and read by the middleware once the handler
+	// returned.
+	effect atomic.Bool
+}
+
+type inboundCtxKey struct{}
+
+// ActionFrom returns the inbound action of a request guarded by the
+// middleware: its tenant, operation and idempotency key. The middleware
+// also attaches it with retrybudget.WithAction, so retrybudget.ActionFrom
+// returns the same value, until WithStep replaces it with a derived one;
+// ActionFrom keeps returning the inbound action even then.
+func ActionFrom(ctx context.Context) (retrybudget.Action, bool) {
+	in, ok := ctx.Value(inboundCtxKey{}).(*inbound)
+	if !ok {
+		return retrybudget.Action{}, false
+	}
+	return in.action, true
+}
+
+// MarkEffect tells the middleware that the handler has started to change
+// something outside itself (a write to a database, a call to a provider
+// without an idempotency key), so that a failure from here on (a 5xx,
+// 408, 425 or 429 answer, or a panic) is recorded as uncertain instead of
+// failed, and the same key is not run again (see Config.RerunUncertain).
+// A handler that answers with another status is completed either way, and
+// need not call it. It reports false when ctx is not a guarded request's.
+func MarkEffect(ctx context.Context) bool {
+	in, ok := ctx.Value(inboundCtxKey{}).(*inbound)
+	if ok {
+		in.effect.Store(true)
+	}
+	return ok
+}
+
+// Outbound derives the action of one outbound step from an inbound action:
+// the same tenant and key, and the operation followed by StepSeparator and
+// step, such as "POST /api/v1/campaign-activations -> destination".
+//
+// A derived action is needed when the outbound retrybudget.Transport shares
+// the middleware's ledger.Store: under the inbound action itself, the
+// Transport's Reserve would find the inbound record, held by the running
+// request, and answer "pending". Under the derived one it gets a record of
+// its own in the same store (one Redis, one Sweep), and its provider key,
+// Action.IdempotencyKey, is a pure function of the business action: the
+// same on every run of the handler for that inbound key, distinct for
+// every other key, tenant and step. A handler run again after a failure
+// (Config.RerunUncertain, or a 5xx) thus finds the provider call already
+// completed and gets its stored response without calling the provider.
+//
+// It reports ErrEmptyStep for an empty step.
+func Outbound(a retrybudget.Action, step string) (retrybudget.Action, error) {
+	if step == "" {
+		return retrybudget.Action{}, ErrEmptyStep
+	}
+	a.Operation += StepSeparator + step
+	return a, nil
+}
+
+// WithStep returns a context carrying, for retrybudget.Transport, the
+// action Outbound derives from ctx's inbound action for step. Make each
+// outbound call of a guarded handler with such a context, one step name
+// per distinct call. Steps always derive from the inbound action, so
+// WithStep on a context WithStep returned names a sibling step, not a
+// nested one.
+//
+// It reports ErrNoAction when ctx is not a guarded request's, and
+// ErrEmptyStep for an empty step; ctx is returned unchanged with either.
+func WithStep(ctx context.Context, step string) (context.Context, error) {
+	a, ok := ActionFrom(ctx)
+	if !ok {
+		return ctx, ErrNoAction
+	}
+	d, err := Outbound(a, step)
+	if err != nil {
+		return ctx, err
+	}
+	return retrybudget.WithAction(ctx, d), nil
+}

@@ -1,0 +1,196 @@
+package idempotency
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// Defaults of a Config's zero fields.
+const (
+	// DefaultKeyHeader is the request header that carries the key
+	// (draft-ietf-httpapi-idempotency-key-header).
+	DefaultKeyHeader = "Idempotency-Key"
+	// DefaultMaxRequestBody is the largest request body the middleware
+	// reads to fingerprint a request: 1 MiB.
+	DefaultMaxRequestBody = 1 << 20
+)
+
+// Config configures the middleware. The zero value is ready to use: New
+// with Config{} guards POST and PATCH with an in-process ledger.Memory.
+type Config struct {
+	// Store keeps one record per action. Nil means a new ledger.Memory
+	// shared by every handler New's middleware wraps, which deduplicates
+	// within this process only; give every instance of a service one
+	// ledger.Redis to deduplicate across them. It may be the very store the
+	// service's outbound retrybudget.Transport uses (see WithStep).
+	Store ledger.Store
+	// Methods lists the guarded methods; requests with other methods pass
+	// through untouched, key or not. Nil means POST and PATCH, the methods
+	// RFC 9110 §9.2.2 does not make idempotent that carry a body.
+	Methods []string
+	// KeyHeader names the request header carrying the key. Empty means
+	// DefaultKeyHeader ("Idempotency-Key").
+	KeyHeader string
+	// KeyOptional lets a request of a guarded method without the key
+	// through to the handler, unguarded and without an action in its
+	// context. False, the default, answers it 400 with TypeMissingKey, as
+	// the draft allows a resource that requires keys to do (§2.7).
+	KeyOptional bool
+	// MaxKeyLength bounds the key, in bytes after decoding. Zero means
+	// DefaultMaxKeyLength (255).
+	MaxKeyLength int
+	// Tenant returns the authenticated tenant of a request; keys of two
+	// tenants never meet. Run the middleware after authentication, so that
+	// Tenant can read what the authentication middleware put in the
+	// request's context.
+	//
+	// Nil means the tenant is derived from the credential: "authz:" and
+	// the hex SHA-256 of the Authorization header value, or "" for a
+	// request without one. That keeps two API keys from seeing each
+	// other's responses under one idempotency key, but it also makes a
+	// retry sent after a credential rotation a new action, ignores
+	// cookie sessions (all cookie-only callers share tenant ""), and
+	// stores a hash from which a low-entropy credential (a Basic password)
+	// could be guessed by whoever can read the store. A service with
+	// accounts should set Tenant to return the account ID.
+	Tenant func(*http.Request) string
+	// Operation names what a request does; with the tenant and the key it
+	// forms the action's identity (ledger.Key). Nil means the route that
+	// http.ServeMux matched: r.Pattern, prefixed with the method when the
+	// pattern has none ("POST /api/v1/campaign-activations"). r.Pattern is
+	// set only for a handler the ServeMux calls, so wrap each route, not
+	// the mux; when it is empty the operation is the method and the
+	// escaped URL path, which scopes keys per resource instead of per
+	// route. An operation must not contain StepSeparator, which marks
+	// derived actions.
+	Operation func(*http.Request) string
+	// FingerprintHeaders names the request headers that count in the
+	// fingerprint, beside the method, path, query and body (see
+	// ledger.Fingerprint). Nil means none. Authorization, Proxy-
+	// Authorization and Cookie never count.
+	FingerprintHeaders []string
+	// Retention is how long an action's record lives from its creation.
+	// After it the key runs as a new action: the handler runs again,
+	// nothing is replayed, and a different request under the key is not a
+	// conflict. Zero means the store's ledger.Config.Retention (24 hours
+	// by default). Keep it at least as long as clients retry.
+	Retention time.Duration
+	// Lease is how long a running request holds its action before other
+	// requests treat its server as dead. The middleware renews it every
+	// third of its length while the handler runs, so it bounds only how
+	// long a crash goes unnoticed. Zero means ledger.DefaultLease (30s),
+	// whatever the store's own Config.Lease says.
+	Lease time.Duration
+	// MaxRequestBody bounds the request body, which is read whole before
+	// the handler runs to fingerprint it; a longer one is answered 413
+	// with TypeBodyTooLarge. Zero means DefaultMaxRequestBody (1 MiB).
+	MaxRequestBody int64
+	// MaxResponseBody is the largest response body held back and stored
+	// for replay. A longer body is streamed to the client as it is
+	// written and stored only as its SHA-256 and length, and a replay
+	// answers without it (see the package documentation). Zero means
+	// ledger.DefaultMaxBody (64 KiB); negative means never store a body.
+	// A store whose ledger.Config.MaxBody is smaller keeps only the hash
+	// of bodies between the two.
+	MaxResponseBody int
+	// RerunUncertain runs the handler again for an action whose outcome is
+	// uncertain (its server died mid-request, or the handler called
+	// MarkEffect and then failed), instead of answering TypeUncertain. Set
+	// it only when every effect of the handler is itself deduplicated
+	// under the action, for example every outbound call goes through a
+	// retrybudget.Transport with the action from WithStep and a provider
+	// that honours keys, and every local write is keyed by the action.
+	// False, the default, never runs a handler whose effect may have
+	// happened.
+	RerunUncertain bool
+	// Owner names this server in ledger records, for operators. Empty
+	// means "hostname:pid".
+	Owner string
+	// Logger receives ledger failures met after the handler ran, when
+	// the response can no longer say so. Nil means silent.
+	Logger *slog.Logger
+}
+
+// settings is a Config with defaults applied.
+type settings struct {
+	Config
+	methods map[string]bool
+}
+
+// withDefaults returns c with every zero field replaced by its default.
+func (c Config) withDefaults() settings {
+	if c.Store == nil {
+		c.Store = ledger.NewMemory(ledger.MemoryConfig{})
+	}
+	if c.Methods == nil {
+		c.Methods = []string{http.MethodPost, http.MethodPatch}
+	}
+	s := settings{methods: make(map[string]bool, len(c.Methods))}
+	for _, m := range c.Methods {
+		s.methods[strings.ToUpper(m)] = true
+	}
+	if c.KeyHeader == "" {
+		c.KeyHeader = DefaultKeyHeader
+	}
+	if c.MaxKeyLength <= 0 {
+		c.MaxKeyLength = DefaultMaxKeyLength
+	}
+	if c.Tenant == nil {
+		c.Tenant = credentialTenant
+	}
+	if c.Operation == nil {
+		c.Operation = routeOperation
+	}
+	if c.Lease <= 0 {
+		c.Lease = ledger.DefaultLease
+	}
+	if c.MaxRequestBody <= 0 {
+		c.MaxRequestBody = DefaultMaxRequestBody
+	}
+	switch {
+	case c.MaxResponseBody == 0:
+		c.MaxResponseBody = ledger.DefaultMaxBody
+	case c.MaxResponseBody < 0:
+		c.MaxResponseBody = -1
+	}
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		c.Owner = host + ":" + strconv.Itoa(os.Getpid())
+	}
+	s.Config = c
+	return s
+}
+
+// credentialTenant is the default Tenant: a hash of the credential, so the
+// raw Authorization value never reaches the store.
+func credentialTenant(r *http.Request) string {
+	v := r.Header.Get("Authorization")
+	if v == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "authz:" + hex.EncodeToString(sum[:])
+}
+
+// routeOperation is the default Operation: the ServeMux pattern with its
+// method, or the method and path when no pattern matched.
+func routeOperation(r *http.Request) string {
+	p := r.Pattern
+	if p == "" {
+		return r.Method + " " + r.URL.EscapedPath()
+	}
+	// A pattern is "[METHOD ][HOST]/[PATH]": a method, when present, is
+	// the part before the first space (net/http ServeMux patterns).
+	if i := strings.IndexAny(p, " \t"); i > 0 && !strings.Contains(p[:i], "/") {
+		return p
+	}
+	return r.Method + " " + p
+}

@@ -1,0 +1,230 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// New returns the middleware configured by cfg, whose zero fields take
+// their documented defaults. Every handler it wraps shares cfg's store (or
+// the one Memory store New creates when cfg.Store is nil).
+func New(cfg Config) func(http.Handler) http.Handler {
+	s := cfg.withDefaults()
+	return func(next http.Handler) http.Handler {
+		return &guard{s: &s, next: next}
+	}
+}
+
+// guard is one wrapped handler.
+type guard struct {
+	s    *settings
+	next http.Handler
+}
+
+// ServeHTTP applies the replay matrix of the package documentation.
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !g.s.methods[r.Method] {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	values := r.Header.Values(g.s.KeyHeader)
+	if len(values) == 0 {
+		if g.s.KeyOptional {
+			g.next.ServeHTTP(w, r)
+			return
+		}
+		problem{status: http.StatusBadRequest, typ: TypeMissingKey, title: "Idempotency key required",
+			detail: fmt.Sprintf("%s %s requires the %s header.", r.Method, r.URL.EscapedPath(), g.s.KeyHeader)}.write(w)
+		return
+	}
+	key, err := ParseKey(values, g.s.MaxKeyLength)
+	if err != nil {
+		problem{status: http.StatusBadRequest, typ: TypeMalformedKey, title: "Malformed idempotency key",
+			detail: err.Error() + "."}.write(w)
+		return
+	}
+	body, p := g.readBody(r)
+	if p != nil {
+		p.write(w)
+		return
+	}
+	k := ledger.Key{Tenant: g.s.Tenant(r), Operation: g.s.Operation(r), Key: key}
+	res, err := g.s.Store.Reserve(r.Context(), ledger.ReserveRequest{
+		Key:          k,
+		Fingerprint:  ledger.Fingerprint(r.Method, r.URL, r.Header, g.s.FingerprintHeaders, body),
+		Owner:        g.s.Owner,
+		Lease:        g.s.Lease,
+		Retention:    g.s.Retention,
+		KeysHonoured: g.s.RerunUncertain,
+	})
+	if err != nil {
+		g.log(r.Context(), "reserve", k, err)
+		unavailable().write(w)
+		return
+	}
+	switch res.Verdict {
+	case ledger.VerdictCreated, ledger.VerdictRetry, ledger.VerdictResend:
+		g.run(w, r, k, res.Token, body)
+	case ledger.VerdictReplayed:
+		if res.Record.Outcome == nil {
+			g.log(r.Context(), "replay", k, ledger.ErrCorrupt)
+			unavailable().write(w)
+			return
+		}
+		writeReplay(w, res.Record.Outcome)
+	case ledger.VerdictPending:
+		problem{status: http.StatusConflict, typ: TypePending, title: "Request in progress",
+			detail:     "A request with this idempotency key is still in progress; retry after the time in Retry-After to get its response.",
+			retryAfter: res.RetryAfter}.write(w)
+	case ledger.VerdictConflict:
+		problem{status: http.StatusUnprocessableEntity, typ: TypeConflict, title: "Idempotency key reused",
+			detail: "This idempotency key was used for a different request; use a new key for a new request."}.write(w)
+	default:
+		// VerdictUncertain, and defensively anything this version does
+		// not know: never run what cannot be classified. VerdictDelayed
+		// and VerdictReconcile cannot occur, since Reserve is never told
+		// of a rate limit or a reconciler.
+		if res.Verdict.Owns() {
+			g.fail(r.Context(), k, res.Token, true, "middleware cannot act on verdict "+res.Verdict.String())
+		}
+		problem{status: http.StatusConflict, typ: TypeUncertain, title: "Outcome uncertain",
+			detail: "An earlier request with this idempotency key may have taken effect but left no response; it needs an operator. Do not retry under a new key."}.write(w)
+	}
+}
+
+// readBody reads the request body whole, for the fingerprint, or returns
+// the problem to answer.
+func (g *guard) readBody(r *http.Request) ([]byte, *problem) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	limit := g.s.MaxRequestBody
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	switch {
+	case err != nil:
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, tooLarge(limit)
+		}
+		return nil, &problem{status: http.StatusBadRequest, typ: TypeBodyUnreadable, title: "Request body unreadable",
+			detail: "The request body could not be read to its end."}
+	case int64(len(body)) > limit:
+		return nil, tooLarge(limit)
+	}
+	return body, nil
+}
+
+// run runs the handler as the action's owner and records how it ended.
+func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token int64, body []byte) {
+	in := &inbound{action: retrybudget.Action(k)}
+	ctx := retrybudget.WithAction(context.WithValue(r.Context(), inboundCtxKey{}, in), in.action)
+	r2 := r.WithContext(ctx)
+	r2.Body, r2.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+
+	// The store is written even when the client has gone: the handler
+	// may have had its effect, and the record must say so.
+	sctx := context.WithoutCancel(r.Context())
+	keeper := ledger.KeepLease(sctx, g.s.Store, k, token, g.s.Lease)
+	c := newCapture(w, g.s.MaxResponseBody)
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		// A panic, or runtime.Goexit. Record it, then let it go on to
+		// net/http (or an outer recovery middleware), which aborts the
+		// response as it would without us.
+		p := recover()
+		g.stopKeeper(sctx, k, keeper)
+		g.fail(sctx, k, token, in.effect.Load(), "handler panicked")
+		if p != nil {
+			panic(p)
+		}
+	}()
+	g.next.ServeHTTP(c, r2)
+	returned = true
+	g.stopKeeper(sctx, k, keeper)
+
+	o := c.outcome()
+	if failed(o.Status) {
+		g.fail(sctx, k, token, in.effect.Load(), fmt.Sprintf("handler answered %d", o.Status))
+	} else if err := g.s.Store.Complete(sctx, k, token, o); err != nil {
+		g.log(sctx, "complete", k, err)
+	}
+	// Delivered after the record is written, so that a client holding the
+	// response finds the action completed. A streamed response is already
+	// out; see capture.
+	if err := c.deliver(); err != nil {
+		g.log(sctx, "deliver", k, err)
+	}
+}
+
+// failed reports whether a handler's status means it did not perform the
+// action, so the same key may run again: a server error (5xx), or a
+// refusal that RFC 9110 and RFC 6585 define as "not processed, try later"
+// (408 Request Timeout, 425 Too Early, 429 Too Many Requests). Every other
+// status is the action's answer and is replayed.
+func failed(status int) bool {
+	switch status {
+	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests:
+		return true
+	}
+	return status >= 500
+}
+
+// fail gives the action up: failed (the key may run again) unless the
+// handler marked an effect, then uncertain.
+func (g *guard) fail(ctx context.Context, k ledger.Key, token int64, effect bool, reason string) {
+	if err := g.s.Store.Fail(ctx, k, token, ledger.Failure{EffectPossible: effect, Reason: reason}); err != nil {
+		g.log(ctx, "fail", k, err)
+	}
+}
+
+// stopKeeper stops lease renewal and reports a renewal failure.
+func (g *guard) stopKeeper(ctx context.Context, k ledger.Key, kp *ledger.Keeper) {
+	err := kp.Stop()
+	if err == nil {
+		select {
+		case <-kp.Lost():
+			err = ledger.ErrNotOwner
+		default:
+		}
+	}
+	if err != nil {
+		g.log(ctx, "renew", k, err)
+	}
+}
+
+// log reports a ledger failure. The action is named by its ID only: the
+// raw key and tenant may be sensitive.
+func (g *guard) log(ctx context.Context, op string, k ledger.Key, err error) {
+	if g.s.Logger == nil {
+		return
+	}
+	g.s.Logger.LogAttrs(ctx, slog.LevelWarn, "idempotency: ledger "+op+" failed",
+		slog.String("action", k.ID()[:16]), slog.String("error", err.Error()))
+}
+
+// unavailable is the answer when the store cannot be used.
+func unavailable() problem {
+	return problem{status: http.StatusServiceUnavailable, typ: TypeLedgerUnavailable, title: "Idempotency ledger unavailable",
+		detail: "The request was not run because its idempotency key could not be checked.", retryAfter: time.Second}
+}
+
+// tooLarge is the answer to a request body over limit.
+func tooLarge(limit int64) *problem {
+	return &problem{status: http.StatusRequestEntityTooLarge, typ: TypeBodyTooLarge, title: "Request body too large",
+		detail: fmt.Sprintf("A request with an idempotency key may carry at most %d bytes.", limit)}
+}

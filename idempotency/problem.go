@@ -1,0 +1,96 @@
+package idempotency
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/retrybudget/retrybudget"
+)
+
+// typeBase starts every problem type URI of the middleware. Each resolves
+// to the documentation of its constant, which is what RFC 9457 §3.1.1 asks
+// a type URI to lead a human to.
+const typeBase = "https://pkg.go.dev/github.com/retrybudget/retrybudget/idempotency#"
+
+// The problem types the middleware answers with, as the "type" member of an
+// RFC 9457 application/problem+json body. Clients should branch on these
+// URIs, not on the title or detail text.
+const (
+	// TypeMissingKey is the 400 answer to a request of a guarded method
+	// without the key header, when Config.KeyOptional is false. Nothing
+	// ran; send the request again with a key.
+	TypeMissingKey = typeBase + "TypeMissingKey"
+	// TypeMalformedKey is the 400 answer to a key header ParseKey rejects.
+	// Nothing ran; fix the key.
+	TypeMalformedKey = typeBase + "TypeMalformedKey"
+	// TypeBodyTooLarge is the 413 answer to a request body longer than
+	// Config.MaxRequestBody, which the middleware must read whole to
+	// fingerprint the request. Nothing ran.
+	TypeBodyTooLarge = typeBase + "TypeBodyTooLarge"
+	// TypeBodyUnreadable is the 400 answer to a request body that could
+	// not be read to its end (the client went away or sent a broken
+	// chunked body). Nothing ran.
+	TypeBodyUnreadable = typeBase + "TypeBodyUnreadable"
+	// TypePending is the 409 answer to a request whose key is in progress
+	// in another request. Its Retry-After header (RFC 9110 §10.2.3) says
+	// when the running request's lease ends; try again then, with the same
+	// key, and get its response replayed. Nothing ran for this request.
+	TypePending = typeBase + "TypePending"
+	// TypeConflict is the 422 answer to a key reused for a different
+	// request: another method, path, query, fingerprinted header or body
+	// than the request that first used it. Nothing ran; use a new key for a
+	// new request.
+	TypeConflict = typeBase + "TypeConflict"
+	// TypeUncertain is the 409 answer to a key whose first request may
+	// have had its effect but ended without a response to replay: the
+	// server running it died, or the handler failed after marking an effect
+	// (MarkEffect). Nothing ran for this request, and retrying will not
+	// change the answer until an operator settles the action; do not
+	// switch to a new key, which could repeat the effect.
+	TypeUncertain = typeBase + "TypeUncertain"
+	// TypeLedgerUnavailable is the 503 answer given when the ledger store
+	// could not be read or written before the handler ran, with
+	// Retry-After: 1. Nothing ran: the middleware fails closed rather than
+	// run a request it cannot deduplicate.
+	TypeLedgerUnavailable = typeBase + "TypeLedgerUnavailable"
+)
+
+// problem is one problem details answer.
+type problem struct {
+	status int
+	typ    string
+	title  string
+	detail string
+	// retryAfter, when positive, is sent as Retry-After in whole seconds,
+	// rounded up so the client never comes back before the time.
+	retryAfter time.Duration
+}
+
+// write sends p. Headers already set on w by outer middleware stay, except
+// the ones a problem body must replace.
+func (p problem) write(w http.ResponseWriter) {
+	h := w.Header()
+	for _, n := range [...]string{"Content-Encoding", "Content-Length", "Etag", "Last-Modified", "Location"} {
+		h.Del(n)
+	}
+	h.Set("Content-Type", "application/problem+json")
+	// A problem describes this attempt, not the resource: never reuse it.
+	h.Set("Cache-Control", "no-store")
+	if p.retryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(p.retryAfter), 10))
+	}
+	body, _ := json.Marshal(retrybudget.Problem{Type: p.typ, Title: p.title, Status: p.status, Detail: p.detail})
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(p.status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// retryAfterSeconds converts d to RFC 9110 §10.2.3 delta-seconds, a
+// non-negative integer, rounding up and never below one second: "0" would
+// invite an immediate retry that is bound to find the same state.
+func retryAfterSeconds(d time.Duration) int64 {
+	s := int64((d + time.Second - 1) / time.Second)
+	return max(s, 1)
+}
