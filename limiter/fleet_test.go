@@ -47,7 +47,7 @@ type fleetConfig struct {
 
 // workerReport is what a worker prints when done.
 type workerReport struct {
-	Decisions, Sent, OK, TooMany, Unavailable, Errors int
+	Decisions, Fallback, Sent, OK, TooMany, Unavailable, Errors int
 }
 
 // fleetLimit is the provider's documented limit: 50/s with bursts of 50,
@@ -262,7 +262,11 @@ func TestFleetWorker(t *testing.T) {
 	var lim Limiter
 	switch cfg.Mode {
 	case "redis":
-		l, err := NewRedis(redistest.Client(t), RedisConfig{Limits: []Limit{fleetLimit}, Prefix: cfg.Prefix})
+		// A generous timeout: this test is about coordination, and a
+		// two-core CI machine running four race-instrumented workers can
+		// stall a round trip past the 50ms default, which would hand
+		// decisions to the uncoordinated fallback (see TestRedisFault).
+		l, err := NewRedis(redistest.Client(t), RedisConfig{Limits: []Limit{fleetLimit}, Prefix: cfg.Prefix, Timeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,6 +315,9 @@ func runWorker(t *testing.T, lim Limiter, cfg fleetConfig) workerReport {
 			rep.Unavailable++
 			time.Sleep(10 * time.Millisecond)
 			continue
+		}
+		if d.Fallback {
+			rep.Fallback++
 		}
 		if !d.Allowed {
 			time.Sleep(min(d.RetryAfter, time.Until(until)))

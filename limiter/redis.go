@@ -28,9 +28,16 @@ type RedisConfig struct {
 	// [DefaultPrefix].
 	Prefix string
 
-	// Timeout bounds one decision or cooldown round trip, including
-	// connection set-up and go-redis retries. Zero means 50ms.
+	// Timeout bounds one decision's round trip, including connection
+	// set-up and go-redis retries. Zero means 50ms.
 	Timeout time.Duration
+
+	// CooldownTimeout bounds the round trip that tells the fleet about a
+	// cooldown. It is longer than Timeout because a cooldown is rare, the
+	// caller is about to wait out a Retry-After anyway, and a lost one lets
+	// every other worker keep calling a provider that asked them to stop.
+	// Zero means 500ms.
+	CooldownTimeout time.Duration
 
 	// OnUnavailable says what happens when Redis does not answer in time.
 	// Zero means [FailOpen].
@@ -70,10 +77,11 @@ type RedisConfig struct {
 
 // Default values for zero RedisConfig fields.
 const (
-	defaultTimeout       = 50 * time.Millisecond
-	defaultFallbackShare = 0.25
-	defaultProbeInterval = time.Second
-	defaultLeaseTTL      = 100 * time.Millisecond
+	defaultTimeout         = 50 * time.Millisecond
+	defaultCooldownTimeout = 500 * time.Millisecond
+	defaultFallbackShare   = 0.25
+	defaultProbeInterval   = time.Second
+	defaultLeaseTTL        = 100 * time.Millisecond
 )
 
 // Redis is a [Limiter] whose state lives in Redis, shared by every process
@@ -115,10 +123,11 @@ type Redis struct {
 	ownerKeys    []string
 	ownerArgs    []any
 
-	timeout     time.Duration
-	maxCooldown time.Duration
-	policy      Policy
-	lease       int
+	timeout         time.Duration
+	cooldownTimeout time.Duration
+	maxCooldown     time.Duration
+	policy          Policy
+	lease           int
 	// detached runs calls in a goroutine because the client would let a
 	// stalled socket outlive the context deadline.
 	detached bool
@@ -154,20 +163,21 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	if cfg.OnUnavailable != FailOpen && cfg.OnUnavailable != FailClosed {
 		return nil, fmt.Errorf("%w: unknown OnUnavailable %d", ErrInvalidConfig, cfg.OnUnavailable)
 	}
-	if cfg.Timeout < 0 || cfg.ProbeInterval < 0 || cfg.LeaseTTL < 0 || cfg.MaxCooldown < 0 || cfg.Lease < 0 {
+	if cfg.Timeout < 0 || cfg.CooldownTimeout < 0 || cfg.ProbeInterval < 0 || cfg.LeaseTTL < 0 || cfg.MaxCooldown < 0 || cfg.Lease < 0 {
 		return nil, fmt.Errorf("%w: negative duration or lease", ErrInvalidConfig)
 	}
 
 	l := &Redis{
-		rdb:         rdb,
-		decide:      redis.NewScript(decideLua),
-		pause:       redis.NewScript(cooldownLua),
-		keys:        ks,
-		timeout:     cmp0(cfg.Timeout, defaultTimeout),
-		maxCooldown: cmp0(cfg.MaxCooldown, defaultMaxCooldown),
-		policy:      cfg.OnUnavailable,
-		lease:       cfg.Lease,
-		detached:    !honoursContext(rdb),
+		rdb:             rdb,
+		decide:          redis.NewScript(decideLua),
+		pause:           redis.NewScript(cooldownLua),
+		keys:            ks,
+		timeout:         cmp0(cfg.Timeout, defaultTimeout),
+		cooldownTimeout: cmp0(cfg.CooldownTimeout, defaultCooldownTimeout),
+		maxCooldown:     cmp0(cfg.MaxCooldown, defaultMaxCooldown),
+		policy:          cfg.OnUnavailable,
+		lease:           cfg.Lease,
+		detached:        !honoursContext(rdb),
 		health: health{
 			interval: cmp0(cfg.ProbeInterval, defaultProbeInterval),
 			logger:   cfg.Logger,
@@ -235,7 +245,7 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 		want = l.lease
 	}
 	keys, args := l.decisionCall(r, want)
-	reply, err := l.run(ctx, l.decide, keys, args)
+	reply, err := l.run(ctx, l.timeout, l.decide, keys, args)
 	if err != nil {
 		if ctx.Err() != nil {
 			// The caller gave up; that says nothing about Redis.
@@ -323,7 +333,7 @@ func (l *Redis) Cooldown(ctx context.Context, boundary string, until time.Time) 
 	}
 	keys := []string{l.keys.base(boundary) + cooldownSuffix}
 	// Round up to whole microseconds: a pause must never end early.
-	_, err := l.run(ctx, l.pause, keys, []any{ceilMicro(length).Microseconds()})
+	_, err := l.run(ctx, l.cooldownTimeout, l.pause, keys, []any{ceilMicro(length).Microseconds()})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -335,9 +345,9 @@ func (l *Redis) Cooldown(ctx context.Context, boundary string, until time.Time) 
 	return nil
 }
 
-// run runs script with a deadline of l.timeout.
-func (l *Redis) run(ctx context.Context, s *redis.Script, keys []string, args []any) (any, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+// run runs script, giving up after timeout.
+func (l *Redis) run(ctx context.Context, timeout time.Duration, s *redis.Script, keys []string, args []any) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if !l.detached {
 		return s.Run(ctx, l.rdb, keys, args...).Result()
