@@ -197,8 +197,10 @@ func testRedisWindow(t *testing.T, tg target) {
 			t.Fatalf("%d allowed within 360ms, want at most 10", n)
 		}
 	}
-	if len(allowed) < 6+10 {
-		t.Fatalf("allowed %d in 1.2s, want at least 16 (burst 6 + 5 per 400ms)", len(allowed))
+	// Up to 21 fit in 1.2s (burst 6, then one per 80ms); a loaded machine
+	// loses some, but more than one window's 10 shows the refill.
+	if len(allowed) <= 10 {
+		t.Fatalf("allowed %d in 1.2s, want more than 10", len(allowed))
 	}
 }
 
