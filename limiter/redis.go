@@ -106,9 +106,10 @@ const (
 //
 // When Redis fails to answer within Timeout, the decision follows
 // OnUnavailable, the failure is logged once, and Redis is probed again
-// every ProbeInterval until it answers. Redis never panics and never
-// blocks longer than Timeout, even with a client whose
-// ContextTimeoutEnabled is false.
+// every ProbeInterval until it answers. Allow never blocks longer than
+// Timeout, nor Cooldown longer than CooldownTimeout, even with a client
+// whose ContextTimeoutEnabled is false (the call then waits in a goroutine
+// that ends when the client gives up). Nothing here panics.
 //
 // Redis is safe for concurrent use.
 type Redis struct {
@@ -246,19 +247,22 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 	}
 	keys, args := l.decisionCall(r, want)
 	reply, err := l.run(ctx, l.timeout, l.decide, keys, args)
+	if err != nil && ctx.Err() != nil {
+		// The caller gave up; that says nothing about Redis.
+		return Decision{}, ctx.Err()
+	}
+	var granted, reason int64
+	var wait time.Duration
+	if err == nil {
+		// A reply of the wrong shape (a proxy in the way, a foreign script
+		// under the same SHA) is a store that cannot decide, like a timeout.
+		granted, wait, reason, err = parseDecision(reply)
+	}
 	if err != nil {
-		if ctx.Err() != nil {
-			// The caller gave up; that says nothing about Redis.
-			return Decision{}, ctx.Err()
-		}
 		l.health.failed(l.now(), err)
 		return l.unavailable(r, now, err)
 	}
 	l.health.succeeded()
-	granted, wait, reason, err := parseDecision(reply)
-	if err != nil {
-		return Decision{}, err
-	}
 	if granted > 0 {
 		if l.leases != nil {
 			l.leases.put(lk, int(granted-1), now)
