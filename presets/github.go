@@ -1,0 +1,127 @@
+package presets
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/limiter"
+	"github.com/retrybudget/retrybudget/rateheader"
+)
+
+// githubSecondaryWait is the wait GitHub asks for after a secondary rate
+// limit that gives no other hint: "wait for at least one minute".
+const githubSecondaryWait = time.Minute
+
+// GitHub returns the policy for the GitHub REST API (api.github.com).
+//
+// Source:
+// https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
+// ("Exceeding the rate limit" and "Handle rate limit errors
+// appropriately").
+//
+//   - Primary limit: a 403 or 429 with x-ratelimit-remaining: 0 is a
+//     capacity answer; do not retry before x-ratelimit-reset, in UTC
+//     epoch seconds. RetryAt and PauseUntil are the reset, so the whole
+//     boundary pauses until then.
+//   - Secondary limit: a 403 or 429 with retry-after is a capacity answer
+//     retried after that many seconds; with neither retry-after nor
+//     remaining 0, GitHub asks for at least one minute, so RetryAt is one
+//     minute on.
+//   - A 429 without either header is taken as a secondary limit. A 403
+//     without either header is a secondary limit only when its JSON body's
+//     documentation_url points at the secondary rate limit documentation,
+//     as go-github checks; any other 403 is a permission error (business),
+//     never retried (our choice: retrying a refused permission every
+//     minute would hide the error).
+//   - Any response, a success included, with x-ratelimit-remaining: 0 and
+//     a reset ahead pauses the boundary until the reset: the next request
+//     would be refused, and GitHub warns that continuing to send requests
+//     while limited may get an integration banned.
+//   - Key: GitHub documents no idempotency key, so none is honoured: a
+//     POST that may have been applied is not repeated (ErrUncertain).
+//   - Three attempts, 1s doubling up to 30s; GitHub asks for exponential
+//     waits and an error "after a specific number of retries" (the count
+//     is our choice). A primary reset is usually further off than MaxWait
+//     (60s): the call then ends at once with ErrWaitTooLong and RetryAt,
+//     instead of holding a worker.
+//   - Boundary: the host, a hash of the Authorization header, and the
+//     rate limit resource the path counts against (search, graphql, or
+//     core for the rest), since GitHub keeps a limit per resource and a
+//     spent search quota must not pause core requests. The mapping by path
+//     is our approximation of x-ratelimit-resource, which is only known
+//     after the response.
+func GitHub() retrybudget.Route {
+	return retrybudget.Route{
+		Host: "api.github.com",
+		Config: retrybudget.Config{
+			MaxAttempts: 3,
+			BaseDelay:   time.Second,
+			MaxDelay:    30 * time.Second,
+			Boundary:    scoped(limiter.ByCredential(), githubResource),
+			Classifier:  rateheader.Classifier{Next: githubClassifier{}, Mode: rateheader.ResetEpoch},
+		},
+	}
+}
+
+// githubClassifier applies GitHub's primary and secondary rate limit rules
+// to 403 and 429 answers; the rateheader.Classifier around it pauses the
+// boundary when any answer says the quota is spent.
+type githubClassifier struct{}
+
+// Classify implements retrybudget.Classifier.
+func (githubClassifier) Classify(a *retrybudget.AttemptResult) retrybudget.Classification {
+	cls := retrybudget.DefaultClassifier{}.Classify(a)
+	resp := a.Response
+	if resp == nil || (resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests) {
+		return cls
+	}
+	now := a.Now
+	if at, ok := retrybudget.ParseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
+		cls.Class, cls.RetryAt = retrybudget.ClassCapacity, at
+		return cls
+	}
+	q, hasQuota := rateheader.XRateLimit{Mode: rateheader.ResetEpoch}.Parse(resp.Header, now)
+	spent := hasQuota && q.Remaining == 0
+	if spent && q.Reset.After(now) {
+		cls.Class, cls.RetryAt, cls.PauseUntil = retrybudget.ClassCapacity, q.Reset, q.Reset
+		return cls
+	}
+	// A spent quota whose reset has passed (clock skew) is still a rate
+	// limit; so is any 429. Without a time, GitHub asks for a minute.
+	if spent || resp.StatusCode == http.StatusTooManyRequests || githubSecondaryBody(resp) {
+		cls.Class, cls.RetryAt = retrybudget.ClassCapacity, now.Add(githubSecondaryWait)
+	}
+	return cls
+}
+
+// githubSecondaryBody reports whether a 403's JSON body names the
+// secondary rate limit documentation in documentation_url, as GitHub's
+// answers do ("...#about-secondary-rate-limits", formerly
+// "#abuse-rate-limits"). The URL is a documented field, not message text.
+func githubSecondaryBody(resp *http.Response) bool {
+	var body struct {
+		DocumentationURL string `json:"documentation_url"`
+	}
+	if !peekJSON(resp, &body) {
+		return false
+	}
+	u := body.DocumentationURL
+	return strings.Contains(u, "secondary-rate-limit") || strings.HasSuffix(u, "#abuse-rate-limits")
+}
+
+// githubResource names the rate limit resource a request counts against,
+// from its path.
+func githubResource(r *http.Request) string {
+	switch p := r.URL.Path; {
+	case p == "/graphql" || strings.HasPrefix(p, "/graphql/"):
+		return "graphql"
+	case strings.HasPrefix(p, "/search/code"):
+		return "code_search"
+	case strings.HasPrefix(p, "/search/"):
+		return "search"
+	default:
+		return "core"
+	}
+}
