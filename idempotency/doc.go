@@ -101,7 +101,7 @@
 // they are deduplicated too. Passing the inbound action itself to a
 // retrybudget.Transport that shares the store would collide with the
 // inbound record (same ledger.Key, held by the running request: the
-// Transport would answer "pending"). WithStep derives one action per
+// Transport would refuse the call as a conflict). WithStep derives one action per
 // outbound step instead (Outbound): same tenant and key, operation
 // "<inbound operation> -> <step>". Its provider key is a pure function of
 // the inbound action and the step, so a handler run again after a failure

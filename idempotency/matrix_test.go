@@ -3,8 +3,8 @@ package idempotency_test
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -143,7 +143,7 @@ func TestReplayMatrix(t *testing.T) {
 			runs: 1,
 		},
 		{
-			name: "handler that wrote nothing: 200 with no body, replayed",
+			name:    "handler that wrote nothing: 200 with no body, replayed",
 			handler: func(int, http.ResponseWriter, *http.Request) {},
 			steps: []step{
 				{req: request{}, want: want{status: 200, body: ""}},
