@@ -45,7 +45,9 @@ const githubSecondaryWait = time.Minute
 //     waits and an error "after a specific number of retries" (the count
 //     is our choice). A primary reset is usually further off than MaxWait
 //     (60s): the call then ends at once with ErrWaitTooLong and RetryAt,
-//     instead of holding a worker.
+//     instead of holding a worker. The limiters cap one cooldown at their
+//     MaxCooldown (five minutes by default), so to hold the fleet until an
+//     hourly reset, raise MaxCooldown to an hour.
 //   - Boundary: the host, a hash of the Authorization header, and the
 //     rate limit resource the path counts against (search, graphql, or
 //     core for the rest), since GitHub keeps a limit per resource and a
