@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,8 @@ import (
 )
 
 // compareEnv turns TestCompare on; it runs for about a minute.
+// LIMITER_COMPARE_ROUNDS and LIMITER_COMPARE_CONC change the number of
+// rounds (15) and run one concurrency instead of 1, 16 and 64.
 const compareEnv = "LIMITER_COMPARE"
 
 // TestCompare is BenchmarkDecisions made robust to a shared, noisy
@@ -32,10 +35,15 @@ func TestCompare(t *testing.T) {
 	if os.Getenv(compareEnv) == "" {
 		t.Skipf("set %s=1 to run the interleaved comparison", compareEnv)
 	}
-	const (
-		rounds = 15
-		slice  = 300 * time.Millisecond
-	)
+	const slice = 300 * time.Millisecond
+	rounds := 15
+	if n, err := strconv.Atoi(os.Getenv("LIMITER_COMPARE_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	concurrency := []int{1, 16, 64}
+	if c, err := strconv.Atoi(os.Getenv("LIMITER_COMPARE_CONC")); err == nil && c > 0 {
+		concurrency = []int{c}
+	}
 	base := redistest.Client(t)
 	o := base.Options()
 	rdb := redis.NewClient(&redis.Options{
@@ -83,7 +91,7 @@ func TestCompare(t *testing.T) {
 	var report strings.Builder
 	fmt.Fprintf(&report, "%d rounds of %v per contender, median decisions/s (round trips per decision):\n", rounds, slice)
 	fmt.Fprintf(&report, "%-5s %16s %16s %16s %18s %14s\n", "conc", "PING", "redis_rate", "limiter", "limiter lease10", "limiter/rr")
-	for _, c := range []int{1, 16, 64} {
+	for _, c := range concurrency {
 		rates := make(map[string][]float64)
 		trips := make(map[string][]float64)
 		var ratios []float64
