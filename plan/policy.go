@@ -1,0 +1,141 @@
+package plan
+
+import (
+	"time"
+
+	"github.com/retrybudget/retrybudget"
+)
+
+// DefaultAttemptDuration is how long a failing attempt is assumed to take
+// when the Policy gives no AttemptDuration. A Config without an
+// AttemptTimeout does not bound an attempt at all, so a worst case needs
+// some figure; one second is a plain guess at a slow failure, not a bound.
+const DefaultAttemptDuration = time.Second
+
+// DefaultFirstAttemptsPerSec is the rate of first attempts assumed for the
+// amplification when the Policy gives none.
+const DefaultFirstAttemptsPerSec = 100
+
+// Policy is the retry policy a Plan is made for, and what the Plan assumes
+// of the provider and of the traffic. Its policy fields mean what the
+// retrybudget.Config and retrybudget.BudgetConfig fields of the same names
+// mean, zero values and clamps included, so a Policy built with FromConfig
+// plans exactly what the Transport does.
+type Policy struct {
+	// MaxAttempts limits the attempts per call, the first included. Zero
+	// means 4; a negative value means 1.
+	MaxAttempts int
+	// BaseDelay is the backoff before the first retry. Zero means 200ms.
+	BaseDelay time.Duration
+	// MaxDelay caps a backoff delay, jitter included. Zero means 30s.
+	MaxDelay time.Duration
+	// Jitter is the randomization factor of backoff delays, in [0, 1].
+	// Zero means 0.5; a negative value means none.
+	Jitter float64
+	// MaxWait is the longest Retry-After obeyed by sleeping. Zero means
+	// 60s.
+	MaxWait time.Duration
+	// Deadline bounds the whole call. Zero means none.
+	Deadline time.Duration
+
+	// Budget is the retry budget's rule. Its zero fields take the
+	// BudgetConfig defaults (10%, 10 retries per second, 10s).
+	Budget retrybudget.BudgetConfig
+	// NoBudget models retrybudget.UnlimitedBudget: every retry is allowed.
+	NoBudget bool
+
+	// AttemptDuration is how long every failing attempt is assumed to
+	// take, as when each one runs into its AttemptTimeout. Zero means
+	// DefaultAttemptDuration; a negative value means attempts take no
+	// time.
+	AttemptDuration time.Duration
+	// RetryAfter is the Retry-After the provider is assumed to send with
+	// every failure. Zero means it sends none.
+	RetryAfter time.Duration
+	// FirstAttemptsPerSec is the rate of first attempts to the
+	// destination, counted where the budget counts them: one process for
+	// a LocalBudget, the fleet for a shared budget (package budget). Zero
+	// or less means DefaultFirstAttemptsPerSec.
+	FirstAttemptsPerSec float64
+}
+
+// FromConfig returns the Policy of cfg: its backoff, attempts, waits and
+// deadline, with cfg.AttemptTimeout as the AttemptDuration (zero, as in a
+// Config without one, then means DefaultAttemptDuration). A nil Budget is
+// the default rule and UnlimitedBudget sets NoBudget; any other Budget
+// keeps its rule to itself (a LocalBudget does not export its
+// BudgetConfig), so the Policy assumes the default rule and the caller
+// should set Budget to what it built the Budget with.
+func FromConfig(cfg retrybudget.Config) Policy {
+	p := Policy{
+		MaxAttempts:     cfg.MaxAttempts,
+		BaseDelay:       cfg.BaseDelay,
+		MaxDelay:        cfg.MaxDelay,
+		Jitter:          cfg.Jitter,
+		MaxWait:         cfg.MaxWait,
+		Deadline:        cfg.Deadline,
+		AttemptDuration: cfg.AttemptTimeout,
+	}
+	switch cfg.Budget.(type) {
+	case retrybudget.UnlimitedBudget, *retrybudget.UnlimitedBudget:
+		p.NoBudget = true
+	}
+	return p
+}
+
+// WithDefaults returns p with every zero field replaced by its default and
+// every out-of-range value clamped, as the Transport does.
+func (p Policy) WithDefaults() Policy {
+	switch {
+	case p.MaxAttempts == 0:
+		p.MaxAttempts = retrybudget.DefaultMaxAttempts
+	case p.MaxAttempts < 0:
+		p.MaxAttempts = 1
+	}
+	if p.BaseDelay <= 0 {
+		p.BaseDelay = retrybudget.DefaultBaseDelay
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = retrybudget.DefaultMaxDelay
+	}
+	switch {
+	case p.Jitter == 0:
+		p.Jitter = retrybudget.DefaultJitter
+	case p.Jitter < 0:
+		p.Jitter = 0
+	case p.Jitter > 1:
+		p.Jitter = 1
+	}
+	if p.MaxWait <= 0 {
+		p.MaxWait = retrybudget.DefaultMaxWait
+	}
+	p.Deadline = max(p.Deadline, 0)
+	switch {
+	case p.Budget.Percent == 0:
+		p.Budget.Percent = retrybudget.DefaultBudgetPercent
+	case p.Budget.Percent < 0:
+		p.Budget.Percent = 0
+	case p.Budget.Percent > 1:
+		p.Budget.Percent = 1
+	}
+	switch {
+	case p.Budget.MinRetriesPerSec == 0:
+		p.Budget.MinRetriesPerSec = retrybudget.DefaultMinRetriesPerSec
+	case p.Budget.MinRetriesPerSec < 0:
+		p.Budget.MinRetriesPerSec = 0
+	}
+	if p.Budget.Window <= 0 {
+		p.Budget.Window = retrybudget.DefaultBudgetWindow
+	}
+	switch {
+	case p.AttemptDuration == 0:
+		p.AttemptDuration = DefaultAttemptDuration
+	case p.AttemptDuration < 0:
+		p.AttemptDuration = 0
+	}
+	p.RetryAfter = max(p.RetryAfter, 0)
+	if p.FirstAttemptsPerSec <= 0 {
+		p.FirstAttemptsPerSec = DefaultFirstAttemptsPerSec
+	}
+	return p
+}
