@@ -160,7 +160,7 @@ func (c *call) attempt() attemptResult {
 	}
 	if obs := c.t.cfg.Observer.Attempt; obs != nil {
 		ev := AttemptEvent{Request: c.req, Attempt: c.out.Attempts, Key: c.out.Key,
-			Class: cls.Class, Err: err, Duration: c.res.Now.Sub(start)}
+			Class: cls.Class, Err: err, Start: start, Duration: c.res.Now.Sub(start)}
 		if resp != nil {
 			ev.StatusCode = resp.StatusCode
 		}

@@ -87,6 +87,8 @@ type AttemptEvent struct {
 	StatusCode int
 	// Err is the transport error, if any.
 	Err error
+	// Start is when the attempt began, by the Transport's clock.
+	Start time.Time
 	// Duration is how long the attempt took.
 	Duration time.Duration
 }
