@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/idempotency"
+)
+
+// activation is one campaign revision activated on an audience.
+type activation struct {
+	ID         string `json:"activation_id"`
+	State      string `json:"state"`
+	CampaignID string `json:"campaign_id"`
+	Revision   int    `json:"revision"`
+	AudienceID string `json:"audience_id"`
+	SyncID     string `json:"destination_sync_id"`
+}
+
+// activationRequest is the body of POST /api/v1/campaign-activations.
+type activationRequest struct {
+	CampaignID string `json:"campaign_id"`
+	Revision   int    `json:"revision"`
+	AudienceID string `json:"audience_id"`
+}
+
+// service activates campaigns by syncing them to the destination.
+type service struct {
+	client      *http.Client // a retrybudget.Transport sharing the ledger
+	destination string       // the destination's base URL
+
+	mu          sync.Mutex            // guards activations
+	activations map[string]activation // by tenant and ID
+}
+
+// activate serves POST /api/v1/campaign-activations behind the idempotency
+// middleware: it runs once per tenant and Idempotency-Key, and its answer is
+// replayed to every retry.
+func (s *service) activate(w http.ResponseWriter, r *http.Request) {
+	var req activationRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeProblem(w, http.StatusBadRequest, typeInvalidRequest, "Invalid request", "The body must be an activation JSON object.", 0)
+		return
+	}
+	if req.CampaignID == "" || req.AudienceID == "" || req.Revision < 1 {
+		writeProblem(w, http.StatusUnprocessableEntity, typeInvalidActivation, "Invalid activation",
+			"campaign_id and audience_id are required and revision must be at least 1.", 0)
+		return
+	}
+	inbound, _ := idempotency.ActionFrom(r.Context())
+	// The ID is a function of the action, so a run repeated after a
+	// failure (Config.RerunUncertain) creates the same activation, not a
+	// second one.
+	sum := sha256.Sum256([]byte(inbound.IdempotencyKey()))
+	a := activation{ID: "act_" + hex.EncodeToString(sum[:8]), State: "completed",
+		CampaignID: req.CampaignID, Revision: req.Revision, AudienceID: req.AudienceID}
+
+	syncID, retryAfter, err := s.sync(r, a)
+	switch {
+	case errors.Is(err, errRateLimited):
+		writeProblem(w, http.StatusServiceUnavailable, typeDestinationRateLimited, "Destination rate limited",
+			"The destination is rate limiting this tenant; retry with the same Idempotency-Key after Retry-After.", retryAfter)
+		return
+	case err != nil:
+		writeProblem(w, http.StatusBadGateway, typeDestinationFailed, "Destination failed",
+			"The destination could not sync the audience; retry with the same Idempotency-Key.", retryAfter)
+		return
+	}
+	a.SyncID = syncID
+	s.mu.Lock()
+	s.activations[inbound.Tenant+"/"+a.ID] = a
+	s.mu.Unlock()
+
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", "/api/v1/campaign-activations/"+a.ID)
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(a)
+}
+
+// errRateLimited reports a destination that answered 429 or 503.
+var errRateLimited = errors.New("activation: destination rate limited")
+
+// sync asks the destination to sync a, under the action derived from the
+// inbound one for the "destination" step: the Transport sends the same
+// provider key on every run of this action, and replays the destination's
+// answer from the shared ledger instead of calling it twice. It returns the
+// sync ID, or an error with the time to wait before retrying, if known.
+func (s *service) sync(r *http.Request, a activation) (string, time.Duration, error) {
+	ctx, err := idempotency.WithStep(r.Context(), "destination")
+	if err != nil {
+		return "", 0, err
+	}
+	body, _ := json.Marshal(syncRequest{ActivationID: a.ID, CampaignID: a.CampaignID, Revision: a.Revision})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.destination+"/v1/audiences/"+a.AudienceID+"/syncs", bytes.NewReader(body))
+	if err != nil {
+		return "", 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		var rerr *retrybudget.Error
+		if errors.As(err, &rerr) {
+			if rerr.MaybeApplied {
+				// The destination may have synced; its key handling
+				// makes a repeat safe, which is why the middleware runs
+				// with RerunUncertain.
+				idempotency.MarkEffect(r.Context())
+			}
+			return "", until(rerr.RetryAt), err
+		}
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	out, _ := retrybudget.OutcomeOf(resp)
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
+		wait := until(out.RetryAt)
+		if wait == 0 {
+			if at, ok := retrybudget.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+				wait = until(at)
+			}
+		}
+		return "", wait, errRateLimited
+	case resp.StatusCode/100 != 2:
+		return "", until(out.RetryAt), errors.New("activation: destination answered " + strconv.Itoa(resp.StatusCode))
+	}
+	idempotency.MarkEffect(r.Context())
+	var sr struct {
+		SyncID string `json:"sync_id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&sr); err != nil {
+		return "", 0, err
+	}
+	return sr.SyncID, 0, nil
+}
+
+// get serves GET /api/v1/campaign-activations/{id}, the Location of a
+// created activation.
+func (s *service) get(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	a, ok := s.activations[tenantOf(r)+"/"+r.PathValue("id")]
+	s.mu.Unlock()
+	if !ok {
+		writeProblem(w, http.StatusNotFound, typeNotFound, "Not found", "No such activation for this tenant.", 0)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(a)
+}
+
+// until returns the time left before t, zero when t is zero or past.
+func until(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return max(time.Until(t), 0)
+}
