@@ -47,6 +47,15 @@ func (h *health) attempt(now time.Time) bool {
 	return true
 }
 
+// probeAt returns when Redis may next be probed while down. It changes
+// whenever a call probes or fails, which tests use to tell a decision that
+// tried Redis from one that did not.
+func (h *health) probeAt() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.nextProbe
+}
+
 // failed records that a call failed at now with err.
 func (h *health) failed(now time.Time, err error) {
 	h.mu.Lock()

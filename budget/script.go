@@ -26,8 +26,9 @@ type script struct {
 	lua *redis.Script
 	// rule holds ARGV[3..6]: percent, floor, slot width (µs) and TTL (ms).
 	// Floats are rendered with the shortest exact representation, so the
-	// script compares the very doubles LocalBudget compares.
-	rule [4]string
+	// script compares the very doubles LocalBudget compares. They are
+	// boxed once here, not on every call.
+	rule [4]any
 }
 
 func newScript(r retrybudget.BudgetConfig) *script {
@@ -38,7 +39,7 @@ func newScript(r retrybudget.BudgetConfig) *script {
 	ttl := max(2*r.Window, time.Second)
 	return &script{
 		lua: redis.NewScript(budgetLua),
-		rule: [4]string{
+		rule: [4]any{
 			strconv.FormatFloat(r.Percent, 'g', -1, 64),
 			strconv.FormatFloat(r.MinRetriesPerSec, 'g', -1, 64),
 			strconv.FormatInt(width, 10),
@@ -57,7 +58,7 @@ type reply struct {
 // withdraw, deciding one retry. It runs EVALSHA, falling back to EVAL when
 // the server does not have the script cached.
 func (s *script) call(ctx context.Context, rdb redis.UniversalClient, key string, credit int64, withdraw bool) (reply, error) {
-	w := "0"
+	var w any = "0"
 	if withdraw {
 		w = "1"
 	}

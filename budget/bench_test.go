@@ -1,0 +1,119 @@
+package budget
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/internal/redistest"
+)
+
+// benchClient returns a client for the test Redis with
+// ContextTimeoutEnabled set as given.
+func benchClient(b *testing.B, ctxTimeouts bool) *redis.Client {
+	// A fresh Options: a copied one would share the original client's
+	// internal state.
+	src := redistest.Client(b).Options()
+	rdb := redis.NewClient(&redis.Options{
+		Addr:                  src.Addr,
+		Username:              src.Username,
+		Password:              src.Password,
+		DB:                    src.DB,
+		TLSConfig:             src.TLSConfig,
+		ContextTimeoutEnabled: ctxTimeouts,
+	})
+	b.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// benchBudgets are the budgets compared: the process-local one, the Redis
+// one with a client that honours deadlines (recommended) and with a
+// default client (each round trip then waits in a goroutine), and a Redis
+// budget while Redis is down (no client: the fail-open fallback).
+func benchBudgets(b *testing.B) []struct {
+	name string
+	new  func(b *testing.B) retrybudget.Budget
+} {
+	redisBudget := func(ctxTimeouts bool) func(b *testing.B) retrybudget.Budget {
+		return func(b *testing.B) retrybudget.Budget {
+			return newRedis(benchClient(b, ctxTimeouts), RedisConfig{Prefix: redistest.Prefix(b)})
+		}
+	}
+	return []struct {
+		name string
+		new  func(b *testing.B) retrybudget.Budget
+	}{
+		{"local", func(*testing.B) retrybudget.Budget { return retrybudget.NewLocalBudget(retrybudget.BudgetConfig{}) }},
+		{"redis", redisBudget(true)},
+		{"redis-detached", redisBudget(false)},
+		{"redis-down", func(*testing.B) retrybudget.Budget { return NewRedis(nil, RedisConfig{}) }},
+	}
+}
+
+// BenchmarkDecision is the cost of one retry decision (Withdraw): for
+// Redis, one round trip running the script. The budget is funded with a
+// window's deposits first; most decisions are then refusals, which cost
+// the same round trip. Run it with the root package's BenchmarkSuccessPath
+// (go test -bench . . ./budget) to put it next to the cost of a whole call.
+func BenchmarkDecision(b *testing.B) {
+	ctx := context.Background()
+	for _, bb := range benchBudgets(b) {
+		b.Run(bb.name, func(b *testing.B) {
+			bud := bb.new(b)
+			deposit(bud, "api.example.com", 1000)
+			b.ReportAllocs()
+			for b.Loop() {
+				bud.Withdraw(ctx, "api.example.com")
+			}
+		})
+	}
+}
+
+// BenchmarkDeposit is the cost a first attempt pays: counted in the
+// process, with one round trip per destination per FlushInterval.
+func BenchmarkDeposit(b *testing.B) {
+	ctx := context.Background()
+	for _, bb := range benchBudgets(b) {
+		b.Run(bb.name, func(b *testing.B) {
+			bud := bb.new(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				bud.Deposit(ctx, "api.example.com")
+			}
+		})
+	}
+}
+
+// BenchmarkSuccessPath is a successful GET on loopback through the
+// Transport with each budget: the first attempt deposits and nothing is
+// withdrawn, so the Redis budget should cost about what the local one does.
+func BenchmarkSuccessPath(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	base := &http.Transport{MaxIdleConnsPerHost: 64}
+	defer base.CloseIdleConnections()
+	run := func(b *testing.B, rt http.RoundTripper) {
+		req, _ := http.NewRequest("GET", srv.URL, nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	b.Run("bare", func(b *testing.B) { run(b, base) })
+	for _, bb := range benchBudgets(b) {
+		b.Run(bb.name, func(b *testing.B) {
+			run(b, retrybudget.New(retrybudget.Config{Base: base, Budget: bb.new(b)}))
+		})
+	}
+}

@@ -1,0 +1,69 @@
+package budget_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
+)
+
+// A fleet's processes each build the same budget on the same Redis and
+// prefix, and share one retry budget per destination. (Compiled only: it
+// needs a Redis.)
+func ExampleNewRedis() {
+	rdb := redis.NewClient(&redis.Options{
+		Addr: "redis.internal:6379",
+		// Lets each round trip end at the budget's Timeout on the socket
+		// itself, without a goroutine to wait for it.
+		ContextTimeoutEnabled: true,
+	})
+	defer rdb.Close()
+	b := budget.NewRedis(rdb, budget.RedisConfig{
+		Prefix:        "payments:budget:",
+		Timeout:       30 * time.Millisecond,
+		OnUnavailable: budget.FailOpen,
+		Logger:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	})
+	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{Budget: b})}
+	resp, err := client.Get("https://api.example.com/v1/balance")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	fmt.Println(resp.Status)
+}
+
+// When Redis cannot be reached (here there is no client at all), each
+// decision follows the policy and says it is degraded. Failing open, the
+// local rule decides from this process's own first attempts: 10% of 100.
+// Failing closed, no retry goes out.
+func ExamplePolicy() {
+	ctx := context.Background()
+	for _, policy := range []budget.Policy{budget.FailOpen, budget.FailClosed} {
+		b := budget.NewRedis(nil, budget.RedisConfig{
+			BudgetConfig:  retrybudget.BudgetConfig{MinRetriesPerSec: -1}, // no floor
+			OnUnavailable: policy,
+		})
+		for range 100 {
+			b.Deposit(ctx, "api.example.com")
+		}
+		allowed := 0
+		var d retrybudget.BudgetDecision
+		for range 20 {
+			if d = b.Withdraw(ctx, "api.example.com"); d.Allowed {
+				allowed++
+			}
+		}
+		fmt.Printf("%s: %d of 20 retries allowed, degraded=%v\n", policy, allowed, d.Degraded)
+	}
+	// Output:
+	// fail-open: 10 of 20 retries allowed, degraded=true
+	// fail-closed: 0 of 20 retries allowed, degraded=true
+}
