@@ -53,9 +53,6 @@ const (
 
 // keyHash returns 128 bits of SHA-256 over s, hex-encoded.
 func keyHash(s string) string {
-	h := sha256.New()
-	h.Write([]byte(keyDomain))
-	h.Write([]byte{0})
-	h.Write([]byte(s))
-	return hex.EncodeToString(h.Sum(nil)[:16])
+	sum := sha256.Sum256([]byte(keyDomain + "\x00" + s))
+	return hex.EncodeToString(sum[:16])
 }
