@@ -36,8 +36,8 @@ type RedisConfig struct {
 	Timeout time.Duration
 
 	// OnUnavailable says what Withdraw decides when Redis does not answer
-	// in time, or is skipped while it is known to be down. Zero means
-	// [FailOpen].
+	// in time, or is skipped while it is known to be down. Zero, and any
+	// value other than [FailClosed], means [FailOpen].
 	OnUnavailable Policy
 
 	// ProbeInterval is how long Redis is left alone after a failure:

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/retrybudget/retrybudget"
 )
 
@@ -49,6 +50,20 @@ func TestNilClientFollowsPolicy(t *testing.T) {
 	}
 }
 
+// A nil pointer of a go-redis client type counts as no client, rather
+// than panicking on the first decision.
+func TestTypedNilClient(t *testing.T) {
+	var c *redis.Client
+	var cc *redis.ClusterClient
+	for _, rdb := range []redis.UniversalClient{c, cc} {
+		b := NewRedis(rdb, RedisConfig{OnUnavailable: FailClosed})
+		b.Deposit(context.Background(), "api")
+		if d := b.Withdraw(context.Background(), "api"); d.Allowed || !d.Degraded {
+			t.Fatalf("%T(nil): %+v; want a degraded refusal", rdb, d)
+		}
+	}
+}
+
 func TestPolicyString(t *testing.T) {
 	for p, want := range map[Policy]string{FailOpen: "fail-open", FailClosed: "fail-closed", 7: "Policy(invalid)"} {
 		if got := p.String(); got != want {
@@ -78,6 +93,35 @@ func TestRuleDefaults(t *testing.T) {
 			t.Errorf("rule(%+v) = %+v; want %+v", tt.in, got, tt.want)
 		}
 	}
+}
+
+// FuzzParseReply: whatever a server or a mismatched script replies,
+// parseReply returns an error or a reply, and never panics.
+func FuzzParseReply(f *testing.F) {
+	f.Add(uint8(3), int64(1), int64(100), int64(11), "x")
+	f.Add(uint8(0), int64(0), int64(0), int64(0), "")
+	f.Add(uint8(7), int64(-1), int64(1<<62), int64(0), "OK")
+	f.Fuzz(func(t *testing.T, shape uint8, a, b, c int64, s string) {
+		var v any
+		switch shape % 6 {
+		case 0:
+			v = s
+		case 1:
+			v = a
+		case 2:
+			v = []any{a, b}
+		case 3:
+			v = []any{a, b, c}
+		case 4:
+			v = []any{a, s, c}
+		case 5:
+			v = []any{a, b, c, s}
+		}
+		r, err := parseReply(v)
+		if err == nil && (shape%6 != 3 || r.deposits != b || r.retries != c || r.allowed != (a == 1)) {
+			t.Fatalf("parseReply(%#v) = %+v without error", v, r)
+		}
+	})
 }
 
 func TestParseReply(t *testing.T) {

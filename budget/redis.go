@@ -41,7 +41,8 @@ import (
 // whose ContextTimeoutEnabled is false. Deposits made while Redis is down
 // are counted only by the fail-open fallback.
 //
-// A nil client makes a budget whose every decision is degraded, following
+// A nil client (or a nil *redis.Client, *redis.ClusterClient or
+// *redis.Ring) makes a budget whose every decision is degraded, following
 // OnUnavailable, without logging: a deployment without Redis then behaves
 // as its policy says.
 //
@@ -78,6 +79,9 @@ type Redis struct {
 // NewRedis returns a Redis budget using rdb, with cfg's zero fields
 // defaulted. It does not contact Redis.
 func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) *Redis {
+	if nilClient(rdb) {
+		rdb = nil
+	}
 	r := rule(cfg.BudgetConfig)
 	prefix := cfg.Prefix
 	if prefix == "" {
@@ -236,6 +240,22 @@ func (b *Redis) roundTrip(ctx context.Context, key string, credit int64, withdra
 	case <-ctx.Done():
 		return reply{}, ctx.Err()
 	}
+}
+
+// nilClient reports whether rdb is nil, or a nil pointer of one of
+// go-redis's client types, which would panic on first use.
+func nilClient(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case nil:
+		return true
+	case *redis.Client:
+		return c == nil
+	case *redis.ClusterClient:
+		return c == nil
+	case *redis.Ring:
+		return c == nil
+	}
+	return false
 }
 
 // honoursContext reports whether rdb applies context deadlines to socket
