@@ -136,6 +136,17 @@ func TestCaptureWriter(t *testing.T) {
 			t.Errorf("%+v, SetWriteDeadline: %v", a, deadlineErr)
 		}
 	})
+	t.Run("hijack is not supported", func(t *testing.T) {
+		var hijackErr error
+		e := newEnv(t, idempotency.Config{}, func(run int, w http.ResponseWriter, r *http.Request) {
+			_, _, hijackErr = http.NewResponseController(w).Hijack()
+		})
+		srv := httptest.NewServer(e.mux)
+		defer srv.Close()
+		if a := post(srv.URL, "k1", defaultBody); a.status != http.StatusOK || !errors.Is(hijackErr, http.ErrNotSupported) {
+			t.Errorf("%+v, Hijack: %v", a, hijackErr)
+		}
+	})
 	t.Run("negative MaxResponseBody stores only hashes", func(t *testing.T) {
 		e := newEnv(t, idempotency.Config{MaxResponseBody: -1}, created)
 		e.send(request{})

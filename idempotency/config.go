@@ -34,7 +34,8 @@ type Config struct {
 	Store ledger.Store
 	// Methods lists the guarded methods; requests with other methods pass
 	// through untouched, key or not. Nil means POST and PATCH, the methods
-	// RFC 9110 §9.2.2 does not make idempotent that carry a body.
+	// RFC 9110 §9.2.2 does not make idempotent that carry a body; an
+	// empty non-nil slice guards nothing.
 	Methods []string
 	// KeyHeader names the request header carrying the key. Empty means
 	// DefaultKeyHeader ("Idempotency-Key").

@@ -28,19 +28,19 @@
 // Config.FingerprintHeaders. Then, every problem as an RFC 9457
 // application/problem+json body whose type is one of the Type constants:
 //
-//	request                                   answer                                 handler runs
-//	no key header (Config.KeyOptional false)  400 TypeMissingKey                     no
-//	key ParseKey rejects                      400 TypeMalformedKey                   no
-//	body over Config.MaxRequestBody           413 TypeBodyTooLarge                   no
-//	body that cannot be read                  400 TypeBodyUnreadable                 no
+//	request                                   answer                                  handler runs
+//	no key header (Config.KeyOptional false)  400 TypeMissingKey                      no
+//	key ParseKey rejects                      400 TypeMalformedKey                    no
+//	body over Config.MaxRequestBody           413 TypeBodyTooLarge                    no
+//	body that cannot be read                  400 TypeBodyUnreadable                  no
 //	store unreachable                         503 TypeLedgerUnavailable, Retry-After  no
-//	new key, or record expired                the handler's response                 yes
-//	same key, still running                   409 TypePending, Retry-After           no
-//	same key, different fingerprint           422 TypeConflict                       no
-//	same key, completed                       the stored response, replayed          no
-//	same key, failed (no effect)              the handler's response                 yes, again
-//	same key, uncertain                       409 TypeUncertain                      no
-//	same key, uncertain, RerunUncertain       the handler's response                 yes, again
+//	new key, or record expired                the handler's response                  yes
+//	same key, still running                   409 TypePending, Retry-After            no
+//	same key, different fingerprint           422 TypeConflict                        no
+//	same key, completed                       the stored response, replayed           no
+//	same key, failed (no effect)              the handler's response                  yes, again
+//	same key, uncertain                       409 TypeUncertain                       no
+//	same key, uncertain, RerunUncertain       the handler's response                  yes, again
 //
 // A replay carries the stored status, the stored headers (the store's
 // ledger.Config.Headers: Content-Type, Location, ETag and a few more by
@@ -86,7 +86,9 @@
 // original body (see HeaderBodyOmitted). If the store cannot record the
 // outcome, the handler's response is still delivered (it is the truth about
 // an effect that happened) and Config.Logger is told; the record stays in
-// progress until its lease ends, then uncertain.
+// progress until its lease ends, then uncertain. A guarded handler cannot
+// hijack the connection (http.ResponseController.Hijack reports
+// http.ErrNotSupported): a response that leaves HTTP cannot be stored.
 //
 // # Expiry
 //

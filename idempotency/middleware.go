@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/ledger"
@@ -215,16 +214,4 @@ func (g *guard) log(ctx context.Context, op string, k ledger.Key, err error) {
 	}
 	g.s.Logger.LogAttrs(ctx, slog.LevelWarn, "idempotency: ledger "+op+" failed",
 		slog.String("action", k.ID()[:16]), slog.String("error", err.Error()))
-}
-
-// unavailable is the answer when the store cannot be used.
-func unavailable() problem {
-	return problem{status: http.StatusServiceUnavailable, typ: TypeLedgerUnavailable, title: "Idempotency ledger unavailable",
-		detail: "The request was not run because its idempotency key could not be checked.", retryAfter: time.Second}
-}
-
-// tooLarge is the answer to a request body over limit.
-func tooLarge(limit int64) *problem {
-	return &problem{status: http.StatusRequestEntityTooLarge, typ: TypeBodyTooLarge, title: "Request body too large",
-		detail: fmt.Sprintf("A request with an idempotency key may carry at most %d bytes.", limit)}
 }

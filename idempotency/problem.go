@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -93,4 +94,16 @@ func (p problem) write(w http.ResponseWriter) {
 func retryAfterSeconds(d time.Duration) int64 {
 	s := int64((d + time.Second - 1) / time.Second)
 	return max(s, 1)
+}
+
+// unavailable is the answer when the store cannot be used.
+func unavailable() problem {
+	return problem{status: http.StatusServiceUnavailable, typ: TypeLedgerUnavailable, title: "Idempotency ledger unavailable",
+		detail: "The request was not run because its idempotency key could not be checked.", retryAfter: time.Second}
+}
+
+// tooLarge is the answer to a request body over limit.
+func tooLarge(limit int64) *problem {
+	return &problem{status: http.StatusRequestEntityTooLarge, typ: TypeBodyTooLarge, title: "Request body too large",
+		detail: fmt.Sprintf("A request with an idempotency key may carry at most %d bytes.", limit)}
 }

@@ -132,6 +132,9 @@ func (s *service) sync(r *http.Request, a activation) (string, time.Duration, er
 		}
 		return "", wait, errRateLimited
 	case resp.StatusCode/100 != 2:
+		if out.MaybeApplied {
+			idempotency.MarkEffect(r.Context())
+		}
 		return "", until(out.RetryAt), errors.New("activation: destination answered " + strconv.Itoa(resp.StatusCode))
 	}
 	idempotency.MarkEffect(r.Context())
