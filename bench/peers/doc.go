@@ -1,0 +1,19 @@
+// Package peers runs the same scenarios against this SDK,
+// github.com/hashicorp/go-retryablehttp and failsafe-go's failsafehttp, in
+// one run, on one loopback server per scenario:
+//
+//   - the success path: ns/op and allocs/op of one GET and one POST,
+//     beside the bare http.Transport;
+//   - attempts per logical request during a total outage;
+//   - time to give up when Retry-After exceeds the deadline;
+//   - effects per logical POST when the first response is lost.
+//
+// It is a separate module so that the SDK's go.mod depends on neither peer.
+// Run from this directory (about a minute on two cores):
+//
+//	go test -run '^$' -bench . -benchmem -count 3
+//	go test -run TestScenarios -v
+//
+// docs/benchmarks.md at the repository root holds the results and what
+// each library was configured with.
+package peers
