@@ -20,7 +20,7 @@ const DefaultFirstAttemptsPerSec = 100
 // of the provider and of the traffic. Its policy fields mean what the
 // retrybudget.Config and retrybudget.BudgetConfig fields of the same names
 // mean, zero values and clamps included, so a Policy built with FromConfig
-// plans exactly what the Transport does.
+// has the Transport's waits.
 type Policy struct {
 	// MaxAttempts limits the attempts per call, the first included. Zero
 	// means 4; a negative value means 1.

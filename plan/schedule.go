@@ -60,15 +60,17 @@ type Attempt struct {
 type Plan struct {
 	// Policy is the planned policy with its defaults applied.
 	Policy Policy
-	// Attempts holds one entry per attempt up to MaxAttempts.
+	// Attempts holds one entry per attempt up to MaxAttempts, so the
+	// Plan of a huge MaxAttempts is huge.
 	Attempts []Attempt
 	// Sendable is the most attempts the call can send: those not Never.
 	Sendable int
 	// GiveUp is the worst case: the latest time, from its start, at which
 	// the call can end.
 	GiveUp time.Duration
-	// Reason is the error the call gives up with when it ends at GiveUp:
-	// retrybudget.ErrAttemptsExhausted, ErrDeadline or ErrWaitTooLong.
+	// Reason is the error the call gives up with on the path that ends
+	// at GiveUp: retrybudget.ErrAttemptsExhausted, ErrDeadline or
+	// ErrWaitTooLong. Shorter waits may end it with another.
 	Reason error
 	// Amplification is the budget's bound on attempts per call during a
 	// total outage; see Amplification.

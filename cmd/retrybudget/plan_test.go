@@ -296,3 +296,35 @@ func planOutput(t *testing.T, args ...string) string {
 	}
 	return stdout.String()
 }
+
+// TestPlanREADMEExamples runs every "$ go run ./cmd/retrybudget plan ..."
+// example of plan/README.md and checks that the output printed there is
+// what the command prints now (its tail, where the README leaves the
+// policy header out).
+func TestPlanREADMEExamples(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "plan", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prompt = "$ go run ./cmd/retrybudget "
+	examples := 0
+	for _, block := range strings.Split(string(doc), "```text\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		cmd, printed, ok := strings.Cut(block, "\n")
+		if !ok || !strings.HasPrefix(cmd, prompt) {
+			continue
+		}
+		examples++
+		args := strings.Fields(strings.TrimPrefix(cmd, prompt))
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%s: exit %d: %s", cmd, code, stderr.String())
+		}
+		if !strings.HasSuffix(stdout.String(), printed) {
+			t.Errorf("%s: README shows\n%s\nthe command prints\n%s", cmd, printed, stdout.String())
+		}
+	}
+	if examples < 2 {
+		t.Errorf("found %d examples in plan/README.md, want 2", examples)
+	}
+}
