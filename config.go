@@ -74,7 +74,7 @@ type Config struct {
 
 	// Budget bounds retries to a fraction of traffic per destination.
 	// Nil means a LocalBudget with the default BudgetConfig (10% of first
-	// attempts plus 10 retries per second, over 10s) for this Transport;
+	// attempts, or 10 retries per second, over 10s) for this Transport;
 	// UnlimitedBudget{} turns the bound off.
 	Budget Budget
 	// Destination names the destination a request counts against in the

@@ -7,6 +7,7 @@
 // Commands:
 //
 //	resolve   show what the action ledger decides for a request, and why
+//	plan      show a retry policy's attempt schedule, worst case and outage amplification
 //
 // Run "retrybudget <command> -h" for a command's flags.
 package main
@@ -47,6 +48,7 @@ func usage(w io.Writer) {
 
 commands:
   resolve   show what the action ledger decides for a request, and why
+  plan      show a retry policy's attempt schedule, worst case and outage amplification
 
 Run "retrybudget <command> -h" for a command's flags.
 `)
