@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // DefaultPrefix is the Redis key prefix used when RedisConfig.Prefix is
@@ -55,4 +56,44 @@ const (
 func keyHash(s string) string {
 	sum := sha256.Sum256([]byte(keyDomain + "\x00" + s))
 	return hex.EncodeToString(sum[:16])
+}
+
+// maxCachedBoundaries bounds keyCache. A process talks to a handful of
+// boundaries, so the bound only matters for a Boundary function that makes
+// a new key per request; the cache then starts afresh when full.
+const maxCachedBoundaries = 4096
+
+// keyCache remembers the keys of recently decided boundaries: a decision
+// otherwise spends about a microsecond hashing a boundary it has hashed
+// thousands of times before, a few percent of a loopback round trip.
+type keyCache struct {
+	// mu guards m.
+	mu sync.RWMutex
+	m  map[string]boundaryKeys
+}
+
+// boundaryKeys are the keys of one boundary: base is shared by all of
+// them, keys holds the cooldown key and then one key per boundary limit.
+// Neither may be modified.
+type boundaryKeys struct {
+	base string
+	keys []string
+}
+
+// get returns the keys of boundary, built with build on a miss.
+func (c *keyCache) get(boundary string, build func(string) boundaryKeys) boundaryKeys {
+	c.mu.RLock()
+	bk, ok := c.m[boundary]
+	c.mu.RUnlock()
+	if ok {
+		return bk
+	}
+	bk = build(boundary)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedBoundaries {
+		c.m = make(map[string]boundaryKeys)
+	}
+	c.m[boundary] = bk
+	c.mu.Unlock()
+	return bk
 }

@@ -117,6 +117,7 @@ type Redis struct {
 	decide *redis.Script
 	pause  *redis.Script
 	keys   keyspace
+	cache  keyCache
 	// The boundary's limits and an owner's share (nil without OwnerShare):
 	// key suffixes, and the script arguments describing them.
 	boundaryKeys []string
@@ -288,24 +289,32 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 
 // decisionCall returns the keys and arguments of decide.lua for r.
 func (l *Redis) decisionCall(r Request, want int) ([]string, []any) {
-	base := l.keys.base(r.Boundary)
-	owner := l.ownerKeys != nil && r.Owner != ""
-	keys := make([]string, 0, 1+len(l.boundaryKeys)+len(l.ownerKeys))
+	bk := l.cache.get(r.Boundary, l.buildKeys)
+	keys := bk.keys
 	args := make([]any, 0, 1+len(l.boundaryArgs)+len(l.ownerArgs))
-	keys = append(keys, base+cooldownSuffix)
 	args = append(args, want)
-	for _, suffix := range l.boundaryKeys {
-		keys = append(keys, base+suffix)
-	}
 	args = append(args, l.boundaryArgs...)
-	if owner {
-		ownerBase := base + ownerSuffix + keyHash(r.Owner)
+	if l.ownerKeys != nil && r.Owner != "" {
+		keys = make([]string, len(bk.keys), len(bk.keys)+len(l.ownerKeys))
+		copy(keys, bk.keys)
+		ownerBase := bk.base + ownerSuffix + keyHash(r.Owner)
 		for _, suffix := range l.ownerKeys {
 			keys = append(keys, ownerBase+suffix)
 		}
 		args = append(args, l.ownerArgs...)
 	}
 	return keys, args
+}
+
+// buildKeys returns the cooldown and limit keys of boundary.
+func (l *Redis) buildKeys(boundary string) boundaryKeys {
+	base := l.keys.base(boundary)
+	keys := make([]string, 0, 1+len(l.boundaryKeys))
+	keys = append(keys, base+cooldownSuffix)
+	for _, suffix := range l.boundaryKeys {
+		keys = append(keys, base+suffix)
+	}
+	return boundaryKeys{base: base, keys: keys}
 }
 
 // unavailable applies the policy to a decision Redis could not make.
@@ -335,7 +344,7 @@ func (l *Redis) Cooldown(ctx context.Context, boundary string, until time.Time) 
 	if ok, err := l.health.attempt(now); !ok {
 		return &UnavailableError{Op: "cooldown", Err: err}
 	}
-	keys := []string{l.keys.base(boundary) + cooldownSuffix}
+	keys := l.cache.get(boundary, l.buildKeys).keys[:1]
 	// Round up to whole microseconds: a pause must never end early.
 	_, err := l.run(ctx, l.cooldownTimeout, l.pause, keys, []any{ceilMicro(length).Microseconds()})
 	if err != nil {
