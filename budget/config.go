@@ -49,9 +49,9 @@ type RedisConfig struct {
 	// FlushInterval is how often a Deposit sends the deposits counted in
 	// this process since the last round trip. A Withdraw always sends them
 	// first. Deposits of this process therefore reach the other processes
-	// up to FlushInterval late, which only delays the credit for retries
-	// (never grants extra ones). Zero means 1s; a negative value sends
-	// them with every Deposit, about one round trip per first attempt.
+	// up to FlushInterval late, which delays their credit for retries (see
+	// [Redis]). Zero means 1s; a negative value sends them with every
+	// Deposit, about one round trip per first attempt.
 	FlushInterval time.Duration
 
 	// Logger receives one line when Redis becomes unavailable and one

@@ -27,11 +27,14 @@ import (
 // Withdraw to the destination, or by the first Deposit at least
 // FlushInterval after the last round trip (only one caller sends; the
 // others go on at once). A process's first attempts therefore credit the
-// fleet's budget up to FlushInterval late. The lag only withholds credit,
-// so it can refuse a retry the exact rule would allow, never the reverse;
-// and since a process always sends its own pending deposits before its
-// own retry, its retries are never starved of its own traffic. Deposits
-// left pending for longer than a window are dropped, not credited late.
+// fleet's budget up to FlushInterval late. The lag mostly withholds
+// credit, refusing retries the exact rule would allow until it arrives;
+// since a process sends its own pending deposits before its own retry, its
+// retries are never starved of its own traffic. The one way the lag errs
+// towards allowing is at the window's far edge: a deposit credited late
+// also leaves the window up to FlushInterval late. Deposits left pending
+// for about a window or more (an idle destination) are dropped rather
+// than credited late.
 //
 // When Redis does not answer within Timeout (or a cluster node is
 // unreachable), the decision follows OnUnavailable with Degraded set, the
