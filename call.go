@@ -317,13 +317,21 @@ func (c *call) attach(resp *http.Response, cancel context.CancelFunc) *http.Resp
 	return resp
 }
 
+// drainWait bounds the time spent draining a response that will be
+// retried: a body that trickles is dropped with its connection instead.
+const drainWait = 100 * time.Millisecond
+
 // discard drains a bounded part of a response that will be retried, so its
-// connection can be reused, and closes it.
+// connection can be reused, and closes it. The drain is bounded in bytes
+// (MaxDrain) and in time (drainWait): closing the body from the timer ends a
+// read that is stuck on a slow or stalled provider.
 func (c *call) discard(resp *http.Response) {
 	if resp == nil || resp.Body == nil {
 		return
 	}
+	stop := time.AfterFunc(drainWait, func() { resp.Body.Close() })
 	io.CopyN(io.Discard, resp.Body, c.t.cfg.MaxDrain)
+	stop.Stop()
 	resp.Body.Close()
 }
 

@@ -69,7 +69,8 @@ type Config struct {
 	MaxBodyBuffer int64
 	// MaxDrain is how much of a response that will be retried is read
 	// before closing it, so its connection can be reused; the rest is
-	// dropped with the connection. Zero means 64 KiB.
+	// dropped with the connection, as is a body still unread after 100ms.
+	// Zero means 64 KiB.
 	MaxDrain int64
 
 	// Budget bounds retries to a fraction of traffic per destination.

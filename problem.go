@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"time"
 )
 
 // maxProblemBytes bounds how much of a response body is read to find
@@ -27,10 +28,16 @@ type Problem struct {
 	Instance string `json:"instance,omitempty"`
 }
 
+// peekWait bounds how long the classifier waits for a problem details body
+// that has not arrived with the headers. A body that trickles or stalls must
+// not hold the call: bare net/http would return at the headers.
+const peekWait = 100 * time.Millisecond
+
 // peekProblem parses problem details from resp without consuming its body:
-// the bytes read are put back in front of the rest, so the caller still gets
-// the whole body unread. It returns nil when the response carries none, or
-// when the body is too large or not valid JSON.
+// a goroutine reads up to maxProblemBytes+1 while the caller waits at most
+// peekWait, and the bytes read are put back in front of the rest, so the
+// caller still gets the whole body unread. It returns nil when the response
+// carries none, or when the body is late, too large or not valid JSON.
 func peekProblem(resp *http.Response) *Problem {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return nil
@@ -39,16 +46,55 @@ func peekProblem(resp *http.Response) *Problem {
 	if err != nil || mt != "application/problem+json" {
 		return nil
 	}
-	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxProblemBytes+1))
-	resp.Body = &prefixedBody{r: io.MultiReader(bytes.NewReader(buf), errReader{err}, resp.Body), c: resp.Body}
-	if err != nil || len(buf) > maxProblemBytes {
+	pb := &peekedBody{orig: resp.Body, done: make(chan struct{})}
+	go pb.fill(maxProblemBytes + 1)
+	resp.Body = pb
+	timer := time.NewTimer(peekWait)
+	defer timer.Stop()
+	select {
+	case <-pb.done:
+	case <-timer.C:
+		return nil
+	}
+	if pb.err != nil || len(pb.buf) > maxProblemBytes {
 		return nil
 	}
 	var p Problem
-	if json.Unmarshal(buf, &p) != nil {
+	if json.Unmarshal(pb.buf, &p) != nil {
 		return nil
 	}
 	return &p
+}
+
+// peekedBody is a response body whose first bytes are read ahead by a
+// goroutine. Read waits for the read-ahead, then serves its bytes and the
+// rest; Close closes the original, which ends the read-ahead, and waits
+// for it, so no goroutine outlives the body.
+type peekedBody struct {
+	orig io.ReadCloser
+	done chan struct{} // closed when buf and err are final
+	buf  []byte
+	err  error
+	r    io.Reader // set by the first Read, after done
+}
+
+func (p *peekedBody) fill(n int64) {
+	defer close(p.done)
+	p.buf, p.err = io.ReadAll(io.LimitReader(p.orig, n))
+}
+
+func (p *peekedBody) Read(b []byte) (int, error) {
+	<-p.done
+	if p.r == nil {
+		p.r = io.MultiReader(bytes.NewReader(p.buf), errReader{p.err}, p.orig)
+	}
+	return p.r.Read(b)
+}
+
+func (p *peekedBody) Close() error {
+	err := p.orig.Close()
+	<-p.done
+	return err
 }
 
 // prefixedBody replays bytes already read in front of the unread rest of a
