@@ -76,3 +76,9 @@ const (
 	// ReasonCooldown means the boundary is paused by a cooldown.
 	ReasonCooldown Reason = "cooldown"
 )
+
+// Both limiters implement Limiter.
+var (
+	_ Limiter = (*Local)(nil)
+	_ Limiter = (*Redis)(nil)
+)
