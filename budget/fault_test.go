@@ -203,14 +203,14 @@ func checkOutage(t *testing.T, b *Redis, ref *retrybudget.LocalBudget, depositBo
 	var slowest time.Duration
 	n := 0
 	for time.Now().Before(end) {
-		probe := b.health.probeAt()
+		probe := b.health.NextProbe()
 		start := time.Now()
 		depositBoth(1)
 		d := b.Withdraw(context.Background(), faultDest)
 		took := time.Since(start)
 		slowest = max(slowest, took)
 		if took > faultTimeout+faultSlack {
-			probed := !b.health.probeAt().Equal(probe)
+			probed := !b.health.NextProbe().Equal(probe)
 			late := stalls.lateness()
 			if took > faultTimeout+faultSlack+late {
 				t.Fatalf("decision %d took %v with Redis down (probed Redis: %v; the machine stalled up to %v); timeout %v",

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"github.com/retrybudget/retrybudget/internal/redishealth"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -71,7 +72,7 @@ type Redis struct {
 	// local is the FailOpen fallback, fed with every deposit; nil when
 	// failing closed.
 	local  *retrybudget.LocalBudget
-	health health
+	health *redishealth.Tracker
 
 	// now is the clock seam for the process-side decisions (flushing,
 	// probing, the fallback): time.Now except in tests. Budget windows
@@ -110,11 +111,8 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) *Redis {
 		stale:      int64(r.Window),
 		policy:     policy,
 		detached:   rdb != nil && !honoursContext(rdb),
-		health: health{
-			interval: orDefault(cfg.ProbeInterval, DefaultProbeInterval),
-			logger:   cfg.Logger,
-			policy:   policy,
-		},
+		health: redishealth.New("budget", policy.String(),
+			orDefault(cfg.ProbeInterval, DefaultProbeInterval), cfg.Logger),
 		now: time.Now,
 	}
 	if policy == FailOpen {
@@ -139,11 +137,11 @@ func (b *Redis) Deposit(ctx context.Context, dest string) {
 	}
 	p := b.dests.get(dest, now)
 	at := now.UnixNano()
-	if b.health.isDown() {
+	if b.health.Down() {
 		// While Redis is down nothing piles up: the fallback has counted
 		// this deposit. Once per probe interval, a deposit checks whether
 		// Redis is back, so destinations that never retry recover too.
-		if b.health.attempt(now) {
+		if ok, _ := b.health.Attempt(now); ok {
 			p.n.Store(0)
 			p.sent.Store(at)
 			b.send(ctx, p.key, 1, false)
@@ -177,7 +175,7 @@ func (b *Redis) Withdraw(ctx context.Context, dest string) retrybudget.BudgetDec
 		return b.degraded(dest, now)
 	}
 	p := b.dests.get(dest, now)
-	if !b.health.attempt(now) {
+	if ok, _ := b.health.Attempt(now); !ok {
 		p.n.Store(0)
 		return b.degraded(dest, now)
 	}
@@ -199,11 +197,11 @@ func (b *Redis) send(ctx context.Context, key string, credit int64, withdraw boo
 	if err != nil {
 		// A caller that gave up says nothing about Redis.
 		if ctx.Err() == nil {
-			b.health.failed(b.now(), err)
+			b.health.Failed(b.now(), err)
 		}
 		return reply{}, false
 	}
-	b.health.succeeded()
+	b.health.Succeeded()
 	return r, true
 }
 

@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"fmt"
+	"github.com/retrybudget/retrybudget/internal/redishealth"
 	"log/slog"
 	"time"
 
@@ -137,7 +138,7 @@ type Redis struct {
 	pauses   pauses
 	fallback *Local  // the FailOpen fallback; nil with FailClosed
 	leases   *leases // nil without leasing
-	health   health
+	health   *redishealth.Tracker
 
 	// now is the clock seam: time.Now except in tests.
 	now func() time.Time
@@ -180,11 +181,8 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		policy:          cfg.OnUnavailable,
 		lease:           cfg.Lease,
 		detached:        !honoursContext(rdb),
-		health: health{
-			interval: cmp0(cfg.ProbeInterval, defaultProbeInterval),
-			logger:   cfg.Logger,
-			policy:   cfg.OnUnavailable,
-		},
+		health: redishealth.New("limiter", cfg.OnUnavailable.String(),
+			cmp0(cfg.ProbeInterval, defaultProbeInterval), cfg.Logger),
 		now: time.Now,
 	}
 	for _, s := range bspecs {
@@ -238,7 +236,7 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
-	if ok, err := l.health.attempt(now); !ok {
+	if ok, err := l.health.Attempt(now); !ok {
 		return l.unavailable(r, now, err)
 	}
 
@@ -260,10 +258,10 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 		granted, wait, reason, err = parseDecision(reply)
 	}
 	if err != nil {
-		l.health.failed(l.now(), err)
+		l.health.Failed(l.now(), err)
 		return l.unavailable(r, now, err)
 	}
-	l.health.succeeded()
+	l.health.Succeeded()
 	if granted > 0 {
 		if l.leases != nil {
 			l.leases.put(lk, int(granted-1), now)
@@ -341,7 +339,7 @@ func (l *Redis) Cooldown(ctx context.Context, boundary string, until time.Time) 
 	if l.leases != nil {
 		l.leases.drop(boundary)
 	}
-	if ok, err := l.health.attempt(now); !ok {
+	if ok, err := l.health.Attempt(now); !ok {
 		return &UnavailableError{Op: "cooldown", Err: err}
 	}
 	keys := l.cache.get(boundary, l.buildKeys).keys[:1]
@@ -351,10 +349,10 @@ func (l *Redis) Cooldown(ctx context.Context, boundary string, until time.Time) 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		l.health.failed(l.now(), err)
+		l.health.Failed(l.now(), err)
 		return &UnavailableError{Op: "cooldown", Err: err}
 	}
-	l.health.succeeded()
+	l.health.Succeeded()
 	return nil
 }
 

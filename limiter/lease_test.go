@@ -2,50 +2,9 @@ package limiter
 
 import (
 	"errors"
-	"log/slog"
 	"testing"
 	"time"
 )
-
-func TestHealth(t *testing.T) {
-	logs := &recordingHandler{}
-	h := &health{interval: time.Second, logger: slog.New(logs), policy: FailClosed}
-	boom := errors.New("boom")
-
-	if ok, _ := h.attempt(t0); !ok {
-		t.Fatal("healthy limiter refused an attempt")
-	}
-	h.failed(t0, boom)
-	h.failed(t0, boom) // a second failure is not logged again
-	if ok, err := h.attempt(t0.Add(999 * time.Millisecond)); ok || err != boom {
-		t.Fatalf("attempt within the probe interval = %v, %v; want false, boom", ok, err)
-	}
-	if ok, _ := h.attempt(t0.Add(time.Second)); !ok {
-		t.Fatal("no probe after the interval")
-	}
-	// One probe per interval, even while the first is still out.
-	if ok, _ := h.attempt(t0.Add(time.Second + time.Millisecond)); ok {
-		t.Fatal("second probe in the same interval")
-	}
-	h.succeeded()
-	h.succeeded()
-	if ok, _ := h.attempt(t0.Add(time.Second + 2*time.Millisecond)); !ok {
-		t.Fatal("recovered limiter refused an attempt")
-	}
-	recs := logs.all()
-	want := []string{
-		"WARN limiter: redis unavailable policy=fail-closed retry_in=1s err=boom",
-		"INFO limiter: redis available again",
-	}
-	if len(recs) != len(want) || recs[0] != want[0] || recs[1] != want[1] {
-		t.Fatalf("logs %q, want %q", recs, want)
-	}
-
-	// A nil logger is silent, and fine.
-	quiet := &health{interval: time.Second}
-	quiet.failed(t0, boom)
-	quiet.succeeded()
-}
 
 func TestLeases(t *testing.T) {
 	l := newLeases(100 * time.Millisecond)
