@@ -82,25 +82,40 @@ type BudgetConfig struct {
 	Window time.Duration
 }
 
-func (c BudgetConfig) withDefaults() BudgetConfig {
+// BudgetRule is the rule a BudgetConfig puts in force: its defaults applied,
+// "none" as zero. It is a type of its own so that it cannot be passed back
+// where a zero field would mean the default again.
+type BudgetRule struct {
+	// Percent is the fraction of first attempts that may be retried.
+	Percent float64
+	// MinRetriesPerSec is the floor of retries per second.
+	MinRetriesPerSec float64
+	// Window is how long deposits and withdrawals count.
+	Window time.Duration
+}
+
+// Rule returns the rule c puts in force. Shared budgets (package budget)
+// and planners use it to apply exactly the rule a LocalBudget applies.
+func (c BudgetConfig) Rule() BudgetRule {
+	r := BudgetRule{Percent: c.Percent, MinRetriesPerSec: c.MinRetriesPerSec, Window: c.Window}
 	switch {
-	case c.Percent == 0:
-		c.Percent = DefaultBudgetPercent
-	case c.Percent < 0:
-		c.Percent = 0
-	case c.Percent > 1:
-		c.Percent = 1
+	case r.Percent == 0:
+		r.Percent = DefaultBudgetPercent
+	case r.Percent < 0:
+		r.Percent = 0
+	case r.Percent > 1:
+		r.Percent = 1
 	}
 	switch {
-	case c.MinRetriesPerSec == 0:
-		c.MinRetriesPerSec = DefaultMinRetriesPerSec
-	case c.MinRetriesPerSec < 0:
-		c.MinRetriesPerSec = 0
+	case r.MinRetriesPerSec == 0:
+		r.MinRetriesPerSec = DefaultMinRetriesPerSec
+	case r.MinRetriesPerSec < 0:
+		r.MinRetriesPerSec = 0
 	}
-	if c.Window <= 0 {
-		c.Window = DefaultBudgetWindow
+	if r.Window <= 0 {
+		r.Window = DefaultBudgetWindow
 	}
-	return c
+	return r
 }
 
 // LocalBudget is a Budget counted in this process, per destination.
@@ -110,7 +125,7 @@ type LocalBudget struct {
 	dests map[string]*budgetCounter
 	// lastSweep is when idle destinations were last evicted.
 	lastSweep time.Time
-	cfg       BudgetConfig
+	cfg       BudgetRule
 	now       func() time.Time
 }
 
@@ -121,7 +136,7 @@ func NewLocalBudget(cfg BudgetConfig) *LocalBudget {
 
 // newLocalBudget returns a LocalBudget that reads the time from now.
 func newLocalBudget(cfg BudgetConfig, now func() time.Time) *LocalBudget {
-	return &LocalBudget{dests: map[string]*budgetCounter{}, cfg: cfg.withDefaults(), now: now}
+	return &LocalBudget{dests: map[string]*budgetCounter{}, cfg: cfg.Rule(), now: now}
 }
 
 // Deposit implements Budget.
@@ -179,12 +194,12 @@ type budgetCounter struct {
 	lastUse time.Time
 }
 
-func (c *budgetCounter) deposit(cfg *BudgetConfig, now time.Time) {
+func (c *budgetCounter) deposit(cfg *BudgetRule, now time.Time) {
 	c.win.advance(cfg.Window, now)
 	c.win.a[c.win.slot]++
 }
 
-func (c *budgetCounter) withdraw(cfg *BudgetConfig, now time.Time) BudgetDecision {
+func (c *budgetCounter) withdraw(cfg *BudgetRule, now time.Time) BudgetDecision {
 	c.win.advance(cfg.Window, now)
 	var d BudgetDecision
 	d.Deposits, d.Retries = c.win.sums()

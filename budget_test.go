@@ -251,3 +251,19 @@ func TestBudgetRefusalRetryAtIsTheProvidersOnly(t *testing.T) {
 		})
 	}
 }
+
+func TestBudgetRule(t *testing.T) {
+	tests := []struct {
+		in   BudgetConfig
+		want BudgetRule
+	}{
+		{BudgetConfig{}, BudgetRule{Percent: 0.1, MinRetriesPerSec: 10, Window: 10 * time.Second}},
+		{BudgetConfig{Percent: -1, MinRetriesPerSec: -1, Window: -1}, BudgetRule{Percent: 0, MinRetriesPerSec: 0, Window: 10 * time.Second}},
+		{BudgetConfig{Percent: 2, MinRetriesPerSec: 3, Window: time.Second}, BudgetRule{Percent: 1, MinRetriesPerSec: 3, Window: time.Second}},
+	}
+	for _, tt := range tests {
+		if got := tt.in.Rule(); got != tt.want {
+			t.Errorf("%+v.Rule() = %+v; want %+v", tt.in, got, tt.want)
+		}
+	}
+}

@@ -60,29 +60,6 @@ type RedisConfig struct {
 	Logger *slog.Logger
 }
 
-// rule is a BudgetConfig with its defaults applied the way LocalBudget
-// applies them, so the shared and local rules never disagree.
-func rule(c retrybudget.BudgetConfig) retrybudget.BudgetConfig {
-	switch {
-	case c.Percent == 0:
-		c.Percent = retrybudget.DefaultBudgetPercent
-	case c.Percent < 0:
-		c.Percent = 0
-	case c.Percent > 1:
-		c.Percent = 1
-	}
-	switch {
-	case c.MinRetriesPerSec == 0:
-		c.MinRetriesPerSec = retrybudget.DefaultMinRetriesPerSec
-	case c.MinRetriesPerSec < 0:
-		c.MinRetriesPerSec = 0
-	}
-	if c.Window <= 0 {
-		c.Window = retrybudget.DefaultBudgetWindow
-	}
-	return c
-}
-
 // orDefault returns d when v is zero or negative, and v otherwise.
 func orDefault(v, d time.Duration) time.Duration {
 	if v <= 0 {

@@ -79,22 +79,6 @@ func TestUnknownPolicyFailsOpen(t *testing.T) {
 	}
 }
 
-// The rule's defaults are LocalBudget's, field by field.
-func TestRuleDefaults(t *testing.T) {
-	tests := []struct {
-		in, want retrybudget.BudgetConfig
-	}{
-		{retrybudget.BudgetConfig{}, retrybudget.BudgetConfig{Percent: 0.1, MinRetriesPerSec: 10, Window: 10 * time.Second}},
-		{retrybudget.BudgetConfig{Percent: -1, MinRetriesPerSec: -1, Window: -1}, retrybudget.BudgetConfig{Percent: 0, MinRetriesPerSec: 0, Window: 10 * time.Second}},
-		{retrybudget.BudgetConfig{Percent: 2, MinRetriesPerSec: 3, Window: time.Second}, retrybudget.BudgetConfig{Percent: 1, MinRetriesPerSec: 3, Window: time.Second}},
-	}
-	for _, tt := range tests {
-		if got := rule(tt.in); got != tt.want {
-			t.Errorf("rule(%+v) = %+v; want %+v", tt.in, got, tt.want)
-		}
-	}
-}
-
 // FuzzParseReply: whatever a server or a mismatched script replies,
 // parseReply returns an error or a reply, and never panics.
 func FuzzParseReply(f *testing.F) {

@@ -86,7 +86,7 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) *Redis {
 	if nilClient(rdb) {
 		rdb = nil
 	}
-	r := rule(cfg.BudgetConfig)
+	r := cfg.BudgetConfig.Rule()
 	prefix := cfg.Prefix
 	if prefix == "" {
 		prefix = DefaultPrefix

@@ -31,7 +31,7 @@ type script struct {
 	rule [4]any
 }
 
-func newScript(r retrybudget.BudgetConfig) *script {
+func newScript(r retrybudget.BudgetRule) *script {
 	width := max(r.Window.Microseconds()/windowSlots, 1)
 	// Two windows, and at least the one second in which an idle floor
 	// bucket refills completely, so expiry never forgets anything that

@@ -110,23 +110,9 @@ func (p Policy) WithDefaults() Policy {
 		p.MaxWait = retrybudget.DefaultMaxWait
 	}
 	p.Deadline = max(p.Deadline, 0)
-	switch {
-	case p.Budget.Percent == 0:
-		p.Budget.Percent = retrybudget.DefaultBudgetPercent
-	case p.Budget.Percent < 0:
-		p.Budget.Percent = 0
-	case p.Budget.Percent > 1:
-		p.Budget.Percent = 1
-	}
-	switch {
-	case p.Budget.MinRetriesPerSec == 0:
-		p.Budget.MinRetriesPerSec = retrybudget.DefaultMinRetriesPerSec
-	case p.Budget.MinRetriesPerSec < 0:
-		p.Budget.MinRetriesPerSec = 0
-	}
-	if p.Budget.Window <= 0 {
-		p.Budget.Window = retrybudget.DefaultBudgetWindow
-	}
+	// The rule in force, "none" as zero, exactly as a LocalBudget applies it.
+	r := p.Budget.Rule()
+	p.Budget = retrybudget.BudgetConfig{Percent: r.Percent, MinRetriesPerSec: r.MinRetriesPerSec, Window: r.Window}
 	switch {
 	case p.AttemptDuration == 0:
 		p.AttemptDuration = DefaultAttemptDuration
