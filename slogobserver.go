@@ -2,10 +2,8 @@ package retrybudget
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
-	"net/url"
 )
 
 // LogObserver returns an Observer that writes the Transport's events to
@@ -69,7 +67,7 @@ func (l logObserver) attempt(ev AttemptEvent) {
 	}
 	attrs = append(attrs, slog.Duration("duration", ev.Duration))
 	if ev.Err != nil {
-		attrs = append(attrs, slog.String("error", errorText(ev.Err)))
+		attrs = append(attrs, slog.String("error", ErrorText(ev.Err)))
 	}
 	l.logger.LogAttrs(ctx, slog.LevelDebug, "retrybudget: attempt", attrs...)
 }
@@ -205,7 +203,7 @@ func (l logObserver) ledger(ev LedgerEvent) {
 		slog.String("action", ev.Action.Key),
 	)
 	if ev.Err != nil {
-		attrs = append(attrs, slog.String("op", ev.Verdict), slog.String("error", errorText(ev.Err)))
+		attrs = append(attrs, slog.String("op", ev.Verdict), slog.String("error", ErrorText(ev.Err)))
 	} else {
 		attrs = append(attrs, slog.String("verdict", ev.Verdict))
 	}
@@ -251,25 +249,3 @@ func appendKey(attrs []slog.Attr, key string) []slog.Attr {
 	return append(attrs, slog.String("key", key))
 }
 
-// errorText returns err's message with the URL of any *url.Error left out:
-// that URL keeps the query string (http.Client strips only the password),
-// and a query string may carry a token. The operation and the underlying
-// error stay, as they say what went wrong.
-func errorText(err error) string {
-	var ue *url.Error
-	if !errors.As(err, &ue) {
-		return err.Error()
-	}
-	op := ue.Op
-	for {
-		var inner *url.Error
-		if ue.Err == nil || !errors.As(ue.Err, &inner) {
-			break
-		}
-		ue = inner
-	}
-	if ue.Err == nil {
-		return op
-	}
-	return op + ": " + ue.Err.Error()
-}

@@ -106,7 +106,7 @@ func (t *Telemetry) ledger(ev retrybudget.LedgerEvent) {
 		attrs = append(attrs, LedgerOpKey.String(ev.Verdict))
 		t.m.ledgerErrors.Add(ctx, 1, metric.WithAttributes(attrs...))
 		t.event(ctx, "retrybudget.ledger.error", OperationKey.String(ev.Action.Operation),
-			LedgerOpKey.String(ev.Verdict), semconv.ExceptionMessageKey.String(errorText(ev.Err)))
+			LedgerOpKey.String(ev.Verdict), semconv.ExceptionMessageKey.String(retrybudget.ErrorText(ev.Err)))
 		return
 	case ev.Verdict == "replayed":
 		t.m.replays.Add(ctx, 1, metric.WithAttributes(attrs...))

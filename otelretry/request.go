@@ -1,7 +1,6 @@
 package otelretry
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -75,24 +74,3 @@ func fullURL(u *url.URL, omitPath bool) string {
 	return r.String()
 }
 
-// errorText returns err's message with the URL of any *url.Error left out:
-// that URL keeps the query string (http.Client strips only the password),
-// and a query string may carry a token.
-func errorText(err error) string {
-	var ue *url.Error
-	if !errors.As(err, &ue) {
-		return err.Error()
-	}
-	op := ue.Op
-	for {
-		var inner *url.Error
-		if ue.Err == nil || !errors.As(ue.Err, &inner) {
-			break
-		}
-		ue = inner
-	}
-	if ue.Err == nil {
-		return op
-	}
-	return op + ": " + ue.Err.Error()
-}

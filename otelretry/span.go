@@ -63,7 +63,7 @@ func (t *Telemetry) attemptSpan(ctx context.Context, ev retrybudget.AttemptEvent
 		// already say (semantic conventions, HTTP span status).
 		desc := ""
 		if ev.Err != nil {
-			desc = errorText(ev.Err)
+			desc = retrybudget.ErrorText(ev.Err)
 		}
 		span.SetStatus(codes.Error, desc)
 	}
