@@ -248,4 +248,3 @@ func appendKey(attrs []slog.Attr, key string) []slog.Attr {
 	}
 	return append(attrs, slog.String("key", key))
 }
-

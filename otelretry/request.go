@@ -73,4 +73,3 @@ func fullURL(u *url.URL, omitPath bool) string {
 	}
 	return r.String()
 }
-
