@@ -168,11 +168,16 @@ func (c *call) ledgerAttempt(cls Class) {
 	}
 }
 
-// settle records how the owned action ended: the provider's answer
-// (success or business) is completed and will be replayed; anything else
-// fails it, as uncertain when an attempt may have been applied. The
-// response body is read into memory (up to MaxBodyBuffer) so it can be both
-// stored and returned.
+// settleWait bounds how long settling waits for a completed action's body
+// to arrive in order to store it; a slower body is stored as omitted.
+const settleWait = time.Second
+
+// settle records how the owned action ended. The provider's answer (a
+// success, or a business error the Transport did not retry) completes the
+// action and will be replayed; anything else fails it, as uncertain when an
+// attempt may have been applied. To store the body, it is read ahead (up to
+// MaxBodyBuffer) while settle waits at most settleWait; the caller still
+// gets the whole body.
 func (c *call) settle(resp *http.Response) {
 	if c.led == nil || c.led.token == 0 {
 		return
@@ -182,7 +187,8 @@ func (c *call) settle(resp *http.Response) {
 	}
 	ctx := context.WithoutCancel(c.req.Context()) // record even if the caller gave up
 	store := c.t.cfg.Ledger
-	if resp == nil || (c.out.Class != ClassSuccess && c.out.Class != ClassBusiness) {
+	answered := c.out.Reason == nil || c.out.Reason == ErrRejected
+	if resp == nil || !answered || (c.out.Class != ClassSuccess && c.out.Class != ClassBusiness) {
 		reason := "gave up"
 		if c.out.Reason != nil {
 			reason = c.out.Reason.Error()
@@ -192,20 +198,37 @@ func (c *call) settle(resp *http.Response) {
 		}
 		return
 	}
-	o := ledger.Outcome{Status: resp.StatusCode, Header: resp.Header}
-	buf, err := io.ReadAll(io.LimitReader(resp.Body, c.t.cfg.MaxBodyBuffer+1))
-	rest := resp.Body
-	resp.Body = &prefixedBody{r: io.MultiReader(bytes.NewReader(buf), errReader{err}, rest), c: rest}
-	if err != nil || int64(len(buf)) > c.t.cfg.MaxBodyBuffer {
-		// Too large (or broken) to keep whole: keep status and headers;
-		// a replay says the body was omitted.
-		o.BodyOmitted, o.BodyLen = true, -1
-	} else {
-		o.Body = buf
+	o := ledger.Outcome{Status: resp.StatusCode, Header: resp.Header, BodyOmitted: true, BodyLen: -1}
+	if body, ok := c.readAhead(resp); ok {
+		o.Body, o.BodyOmitted, o.BodyLen = body, false, 0
 	}
 	if err := store.Complete(ctx, c.led.key, c.led.token, o); err != nil {
 		c.ledgerEvent("complete", nil, err)
 	}
+}
+
+// readAhead reads resp's body ahead for storing, putting a body in its
+// place that still gives the caller every byte. It reports false when the
+// body is an upgraded stream, larger than MaxBodyBuffer, broken, or not
+// complete within settleWait.
+func (c *call) readAhead(resp *http.Response) ([]byte, bool) {
+	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil || resp.Body == http.NoBody {
+		return nil, resp.Body == http.NoBody
+	}
+	pb := &peekedBody{orig: resp.Body, done: make(chan struct{})}
+	go pb.fill(c.t.cfg.MaxBodyBuffer + 1)
+	resp.Body = pb
+	timer := time.NewTimer(settleWait)
+	defer timer.Stop()
+	select {
+	case <-pb.done:
+	case <-timer.C:
+		return nil, false
+	}
+	if pb.err != nil || int64(len(pb.buf)) > c.t.cfg.MaxBodyBuffer {
+		return nil, false
+	}
+	return pb.buf, true
 }
 
 // ledgerEvent reports to the Observer.

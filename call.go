@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,8 +22,9 @@ type call struct {
 	t      *Transport
 	req    *http.Request
 	header http.Header // the headers sent: req.Header, or a copy with the key
-	// keyAdded reports whether header is a copy carrying the key.
-	keyAdded bool
+	// headerCopied reports whether header is the Transport's own copy
+	// (carrying the key, or standing in for a nil caller's header).
+	headerCopied bool
 	// repeatable reports whether an attempt that may have been applied
 	// can be repeated: an idempotent method or a key the provider honours.
 	repeatable bool
@@ -58,9 +60,15 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 			c.header = make(http.Header, 1)
 		}
 		c.header.Set(t.cfg.KeyHeader, key)
-		c.keyAdded = true
+		c.headerCopied = true
 	}
-	if a, ok := ActionFrom(req.Context()); ok && t.cfg.Ledger != nil {
+	if c.header == nil {
+		// net/http refuses a nil header for good; an empty one is meant.
+		c.header, c.headerCopied = http.Header{}, true
+	}
+	// A hop of a redirect that http.Client follows (req.Response is set)
+	// is not a new action: the first hop holds the ledger record.
+	if a, ok := ActionFrom(req.Context()); ok && t.cfg.Ledger != nil && req.Response == nil {
 		c.led = &ledgerCall{key: ledger.Key(a)}
 	}
 	if t.cfg.Limiter != nil {
@@ -100,6 +108,12 @@ func (c *call) run() (*http.Response, error) {
 		if reason, cause := c.admit(); reason != nil {
 			c.out.Class = ClassCapacity
 			return c.giveUp(nil, cause, reason, func() {})
+		}
+		if !c.deadline.IsZero() && !c.t.clock.Now().Before(c.deadline) {
+			// Waiting on the ledger or the limiter used up the time: an
+			// attempt now could not finish, so none is sent.
+			c.out.RetryAt = time.Time{}
+			return c.giveUp(nil, nil, ErrDeadline, func() {})
 		}
 		a := c.attempt()
 		if a.bodyErr {
@@ -148,7 +162,10 @@ func (c *call) attempt() attemptResult {
 	resp, err := c.t.cfg.Base.RoundTrip(areq)
 	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Now: c.t.clock.Now()}
 	if tr != nil {
-		c.res.Traced, c.res.Connected, c.res.Written = true, tr.connected.Load(), tr.writes.Load() > 0
+		// A Base that emits no httptrace events (a wrapper, a mock) gives
+		// no facts: then nothing is known and the conservative rules apply.
+		c.res.Traced = tr.started.Load()
+		c.res.Connected, c.res.Written = tr.connected.Load(), tr.writes.Load() > 0
 		c.countResends(tr)
 	}
 	cls := c.t.cfg.Classifier.Classify(&c.res)
@@ -206,7 +223,7 @@ func (c *call) newAttemptRequest(now time.Time) (*http.Request, *attemptTrace, c
 		tr = &attemptTrace{}
 		ctx = httptrace.WithClientTrace(ctx, tr.clientTrace())
 	}
-	if ctx == c.req.Context() && body == c.req.Body && !c.keyAdded {
+	if ctx == c.req.Context() && body == c.req.Body && !c.headerCopied {
 		return c.req, tr, cancel, nil
 	}
 	areq := c.req.WithContext(ctx)
@@ -214,6 +231,17 @@ func (c *call) newAttemptRequest(now time.Time) (*http.Request, *attemptTrace, c
 	areq.Body = body
 	areq.ContentLength = c.body.length
 	areq.GetBody = c.body.getBody
+	if !c.repeatable {
+		// net/http re-sends by itself a request it deems replayable (an
+		// Idempotency-Key header and GetBody, or no body), even after it
+		// was written. A request that is not safe to repeat must not be:
+		// no GetBody, and a non-nil body even when empty (net/http still
+		// sends it as Content-Length: 0).
+		areq.GetBody = nil
+		if areq.Body == nil || areq.Body == http.NoBody {
+			areq.Body = io.NopCloser(strings.NewReader(""))
+		}
+	}
 	return areq, tr, cancel, nil
 }
 
@@ -221,16 +249,17 @@ func (c *call) newAttemptRequest(now time.Time) (*http.Request, *attemptTrace, c
 // deadline (the context's deadline already applies by itself).
 func (c *call) attemptContext(now time.Time) (context.Context, context.CancelFunc) {
 	ctx := c.req.Context()
-	timeout := c.t.cfg.AttemptTimeout
-	if c.t.cfg.Deadline > 0 && !c.deadline.IsZero() {
-		if left := c.deadline.Sub(now); timeout <= 0 || left < timeout {
-			timeout = left
-		}
+	var dl time.Time
+	if c.t.cfg.Deadline > 0 {
+		dl = c.deadline
 	}
-	if timeout <= 0 {
+	if t := c.t.cfg.AttemptTimeout; t > 0 && (dl.IsZero() || now.Add(t).Before(dl)) {
+		dl = now.Add(t)
+	}
+	if dl.IsZero() {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, timeout)
+	return context.WithDeadline(ctx, dl)
 }
 
 // decide returns the plan for the next attempt; plan.stop is set when the
@@ -310,6 +339,9 @@ func (c *call) giveUp(resp *http.Response, err, reason error, cancel context.Can
 // is a read-write stream that must keep its type, so it is left alone.
 func (c *call) attach(resp *http.Response, cancel context.CancelFunc) *http.Response {
 	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil {
+		// net/http detaches an upgraded connection from the request's
+		// context, so releasing the attempt's context is safe.
+		cancel()
 		return resp
 	}
 	c.resp = outcomeBody{ReadCloser: resp.Body, outcome: &c.out, cancel: cancel}
@@ -339,12 +371,14 @@ func (c *call) discard(resp *http.Response) {
 // flags are set from the transport's goroutines, possibly after RoundTrip
 // returned, hence atomics.
 type attemptTrace struct {
+	started   atomic.Bool // GetConn fired: the base traces
 	connected atomic.Bool
 	writes    atomic.Int32
 }
 
 func (tr *attemptTrace) clientTrace() *httptrace.ClientTrace {
 	return &httptrace.ClientTrace{
+		GetConn:      func(string) { tr.started.Store(true) },
 		GotConn:      func(httptrace.GotConnInfo) { tr.connected.Store(true) },
 		WroteRequest: func(httptrace.WroteRequestInfo) { tr.writes.Add(1) },
 	}

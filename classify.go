@@ -119,6 +119,11 @@ func ClassifyStatus(code int) Class {
 // classifyError tells a request that never left from one that may have
 // been processed, by error type and trace facts, never by message text.
 func classifyError(a *AttemptResult) Class {
+	if a.Traced && a.Written {
+		// Written at least once, even if a later re-send by net/http
+		// failed at the dial: the first write may have been applied.
+		return ClassMaybeSent
+	}
 	if neverSent(a.Err) {
 		return ClassNotSent
 	}

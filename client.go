@@ -1,6 +1,7 @@
 package retrybudget
 
 import (
+	"errors"
 	"net/http"
 )
 
@@ -32,7 +33,13 @@ func New(cfg Config) *Transport {
 // gave up on it. When there is no response to return, the error is an
 // *Error.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.routes) > 0 && req.URL != nil {
+	if err := t.check(req); err != nil {
+		if req != nil && req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	if len(t.routes) > 0 {
 		if rt := match(t.routes, req); rt != nil {
 			return rt.RoundTrip(req)
 		}
@@ -55,9 +62,27 @@ func (t *Transport) CloseIdleConnections() {
 	if c, ok := t.cfg.Base.(closer); ok {
 		c.CloseIdleConnections()
 	}
+	// A route's Base may be the Transport's own: closing twice is harmless,
+	// and Bases need not be comparable.
 	for _, r := range t.routes {
-		if r.t.cfg.Base != t.cfg.Base {
-			r.t.CloseIdleConnections()
-		}
+		r.t.CloseIdleConnections()
 	}
+}
+
+// Errors for requests the Transport cannot send at all.
+var (
+	errNotNew = errors.New("retrybudget: Transport not created with New")
+	errNilURL = errors.New("retrybudget: nil Request.URL")
+)
+
+// check refuses a request that cannot be sent, as net/http does, rather
+// than panicking on it.
+func (t *Transport) check(req *http.Request) error {
+	switch {
+	case t.cfg.Classifier == nil:
+		return errNotNew
+	case req == nil || req.URL == nil:
+		return errNilURL
+	}
+	return nil
 }
