@@ -158,6 +158,20 @@ func (c *call) keepLease() {
 	c.led.keeper = ledger.KeepLease(c.req.Context(), c.t.cfg.Ledger, c.led.key, c.led.token, c.t.cfg.LedgerLease)
 }
 
+// lostLease reports whether the call owned its action and lost the lease
+// to another worker (its renewal met a newer fencing token).
+func (c *call) lostLease() bool {
+	if c.led == nil || c.led.keeper == nil {
+		return false
+	}
+	select {
+	case <-c.led.keeper.Lost():
+		return true
+	default:
+		return false
+	}
+}
+
 // ledgerAttempt records one send in the action's history.
 func (c *call) ledgerAttempt(cls Class) {
 	if c.led == nil || c.led.token == 0 {

@@ -288,6 +288,10 @@ func (c *call) decide(cls Classification) waitPlan {
 		plan.stop = ErrAttemptsExhausted
 	case !c.body.replayable():
 		plan.stop = ErrBodyNotReplayable
+	case c.lostLease():
+		// Another worker took the action over: it is the owner now, and
+		// a retry from here would race it.
+		plan.stop = ErrPending
 	case !c.withdraw():
 		// The backoff time would invite the caller straight back against
 		// a budget that just said no; only the provider's own time is a

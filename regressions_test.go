@@ -248,3 +248,28 @@ func TestRedirectHopsDoNotConflictWithTheAction(t *testing.T) {
 		t.Fatalf("status %d hops %v; want 201 after one hop each", resp.StatusCode, hops)
 	}
 }
+
+// stolenStore answers every lease renewal with ErrNotOwner, as a store does
+// once another worker has taken the action over.
+type stolenStore struct{ *ledger.Memory }
+
+func (stolenStore) Renew(context.Context, ledger.Key, int64, time.Duration) error {
+	return ledger.ErrNotOwner
+}
+
+func TestCallStopsRetryingWhenItsLeaseIsTaken(t *testing.T) {
+	// Real time: the lease keeper renews every millisecond, the backoff
+	// waits 20 ms, so the loss is seen long before the attempts run out.
+	p := newProvider(t, status(503))
+	store := stolenStore{ledger.NewMemory(ledger.MemoryConfig{})}
+	tr := New(Config{Ledger: store, LedgerLease: 3 * time.Millisecond, MaxAttempts: 10,
+		BaseDelay: 20 * time.Millisecond, Jitter: -1, Budget: UnlimitedBudget{}})
+	resp, err := send(t, tr, WithAction(context.Background(), order), "POST", p.URL, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, o := readAll(t, resp)
+	if !errors.Is(o.Reason, ErrPending) || o.Attempts >= 10 {
+		t.Fatalf("reason %v after %d attempts; want ErrPending before the attempts ran out", o.Reason, o.Attempts)
+	}
+}
