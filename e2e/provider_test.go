@@ -19,7 +19,7 @@ const (
 	faultResetBefore = "reset before processing"
 	faultLost        = "lost response"
 	fault503         = "503"
-	fault429         = "429 burst"
+	fault429         = "429 burst (1 s, both Retry-After forms)"
 	faultSlow        = "slow past the attempt timeout"
 )
 
@@ -30,7 +30,7 @@ var faultMix = []struct {
 	{faultResetBefore, 0.04},
 	{faultLost, 0.04},
 	{fault503, 0.04},
-	{fault429, 0.03},
+	{fault429, 0.01},
 	{faultSlow, 0.02},
 }
 
@@ -53,6 +53,13 @@ type provider struct {
 	arrivals int
 	rate429  int // refusals by the enforced rate
 	faults   map[string]int
+	// burstUntil is the end of the current injected 429 burst: every
+	// request until then is refused, as a provider shedding load does.
+	burstUntil time.Time
+	// inBurst counts arrivals during a burst, after its first 100 ms:
+	// requests the fleet should have held back, since the first 429 of
+	// the burst paused the boundary for every worker.
+	inBurst int
 }
 
 func newProvider(t *testing.T, seed uint64, perSec, burst int, slow time.Duration) *provider {
@@ -76,6 +83,15 @@ func (p *provider) serve(w http.ResponseWriter, r *http.Request) {
 
 	p.mu.Lock()
 	p.arrivals++
+	if now := time.Now(); now.Before(p.burstUntil) {
+		if p.burstUntil.Sub(now) < 900*time.Millisecond {
+			p.inBurst++
+		}
+		until := p.burstUntil
+		p.mu.Unlock()
+		retryAfterUntil(w, until, p.coin())
+		return
+	}
 	lim := p.limits[r.Header.Get("Authorization")]
 	if lim == nil {
 		lim = rate.NewLimiter(p.limit, p.burst)
@@ -99,13 +115,11 @@ func (p *provider) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	case fault429:
-		// Both Retry-After forms (RFC 9110 §10.2.3), short enough to fit.
-		if p.coin() {
-			w.Header().Set("Retry-After", "1")
-		} else {
-			w.Header().Set("Retry-After", time.Now().Add(time.Second).UTC().Format(http.TimeFormat))
-		}
-		w.WriteHeader(http.StatusTooManyRequests)
+		until := time.Now().Add(time.Second)
+		p.mu.Lock()
+		p.burstUntil = until
+		p.mu.Unlock()
+		retryAfterUntil(w, until, p.coin())
 		return
 	case faultSlow:
 		time.Sleep(p.slow) // the client's attempt timeout is shorter: it gives up
@@ -152,6 +166,17 @@ func (p *provider) coin() bool {
 	return p.rng.IntN(2) == 0
 }
 
+// retryAfterUntil answers 429 with a Retry-After that ends at until, as
+// delta-seconds or as an HTTP-date (RFC 9110 §10.2.3), rounded up.
+func retryAfterUntil(w http.ResponseWriter, until time.Time, asDate bool) {
+	if asDate {
+		w.Header().Set("Retry-After", until.Add(time.Second).UTC().Format(http.TimeFormat))
+	} else {
+		w.Header().Set("Retry-After", fmt.Sprint(int(time.Until(until).Seconds())+1))
+	}
+	w.WriteHeader(http.StatusTooManyRequests)
+}
+
 // hangUp drops the connection without an answer.
 func hangUp(w http.ResponseWriter) {
 	conn, _, err := http.NewResponseController(w).Hijack()
@@ -162,7 +187,7 @@ func hangUp(w http.ResponseWriter) {
 
 // stats is a snapshot of the provider's counts.
 type stats struct {
-	arrivals, rate429, effects, duplicates int
+	arrivals, rate429, inBurst, effects, duplicates int
 	perAction                              map[string]int
 	faults                                 map[string]int
 }
@@ -170,7 +195,7 @@ type stats struct {
 func (p *provider) stats() stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := stats{arrivals: p.arrivals, rate429: p.rate429, perAction: map[string]int{}, faults: map[string]int{}}
+	s := stats{arrivals: p.arrivals, rate429: p.rate429, inBurst: p.inBurst, perAction: map[string]int{}, faults: map[string]int{}}
 	for a, n := range p.effects {
 		s.perAction[a] = n
 		s.effects += n

@@ -115,7 +115,9 @@ func TestFaultSuite(t *testing.T) {
 	// quarter of the actions and started again; Redis is killed at half
 	// and restarted after a short outage (it keeps nothing on disk).
 	killed, redisRestarted := false, false
-	timeout := time.After(8 * time.Minute)
+	// About 20 actions a second get through here, with the cooldowns the
+	// injected 429 bursts cause; allow twice that.
+	timeout := time.After(2*time.Minute + time.Duration(n)*100*time.Millisecond)
 	for !killed || !redisRestarted {
 		select {
 		case <-res.progress:
@@ -191,6 +193,7 @@ func report(t *testing.T, n, nworkers int, took time.Duration, s stats, res *res
 		row("  injected: "+k, s.faults[k])
 	}
 	row("provider 429s from its rate limit", fmt.Sprintf("%d (%.2f%% of arrivals)", s.rate429, 100*float64(s.rate429)/float64(max(s.arrivals, 1))))
+	row("arrivals inside a 429 burst after its first 100 ms", fmt.Sprintf("%d (the fleet pauses the boundary at the first 429)", s.inBurst))
 	row("arrival rate", fmt.Sprintf("%.0f/s (provider enforces %d/s, the fleet's limiter %d/s)", float64(s.arrivals)/took.Seconds(), providerRate, limiterRate))
 	row("completed", done)
 	row("  calls rescheduled by the job loop", reruns)
@@ -211,6 +214,9 @@ func report(t *testing.T, n, nworkers int, took time.Duration, s stats, res *res
 	}
 	if share := float64(s.rate429) / float64(max(s.arrivals, 1)); share > 0.02 {
 		t.Errorf("provider rate-limit 429s = %.2f%% of arrivals; want at most 2%% (the limiter's bound)", 100*share)
+	}
+	if share := float64(s.inBurst) / float64(max(s.arrivals, 1)); share > 0.02 {
+		t.Errorf("%d arrivals (%.2f%%) inside 429 bursts after the fleet was told to pause; want at most 2%%", s.inBurst, 100*share)
 	}
 	if done+sum(terminal) != n {
 		t.Errorf("completed %d + terminal %d != %d actions", done, sum(terminal), n)
