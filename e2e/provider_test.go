@@ -188,8 +188,8 @@ func hangUp(w http.ResponseWriter) {
 // stats is a snapshot of the provider's counts.
 type stats struct {
 	arrivals, rate429, inBurst, effects, duplicates int
-	perAction                              map[string]int
-	faults                                 map[string]int
+	perAction                                       map[string]int
+	faults                                          map[string]int
 }
 
 func (p *provider) stats() stats {
