@@ -15,7 +15,7 @@ const (
 )
 
 // RedisConfig configures a [Redis] budget. The zero value is the default
-// rule (10% of first attempts plus 10 retries per second, over 10s) shared
+// rule (10% of first attempts, or 10 retries per second, over 10s) shared
 // under [DefaultPrefix], with a 50ms timeout, failing open.
 type RedisConfig struct {
 	// BudgetConfig is the rule, the same as a LocalBudget's, counted for

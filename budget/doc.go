@@ -1,6 +1,6 @@
 // Package budget shares a retry budget through Redis, so that the rule of
 // [retrybudget.LocalBudget] (retries at most Percent of first attempts over
-// a window, plus a floor of MinRetriesPerSec) holds for a whole fleet of
+// a window, or while a floor of MinRetriesPerSec has a token) holds for a whole fleet of
 // processes calling the same provider, not for each process alone.
 //
 // A LocalBudget per process already bounds amplification to about

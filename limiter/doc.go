@@ -86,12 +86,12 @@
 //
 // # Keys
 //
-// For a boundary b, [Redis] uses three keys under its Prefix, all with the
+// For a boundary b, [Redis] uses these keys under its Prefix, all with the
 // hash tag of b so that a cluster keeps them on one slot:
 //
-//	<prefix>{<hash of b>}:cd          the cooldown: end of the pause, in µs of Redis TIME
-//	<prefix>{<hash of b>}:r           the boundary's limits: a hash of TATs, one field per limit
-//	<prefix>{<hash of b>}:o:<hash>    one owner's share, when OwnerShare is set
+//	<prefix>{<hash of b>}:cd                           the cooldown: end of the pause, in µs of Redis TIME
+//	<prefix>{<hash of b>}:r:<interval>:<burst>         one limit's TAT (GCRA), one key per limit
+//	<prefix>{<hash of b>}:o:<owner hash>:<interval>:<burst>  one owner's share of a limit, when OwnerShare is set
 //
 // Every key expires once it no longer holds anything a fresh key would not.
 package limiter
