@@ -3,6 +3,8 @@ package retrybudget
 import (
 	"context"
 	"errors"
+	"github.com/retrybudget/retrybudget/internal/redistest"
+	"github.com/retrybudget/retrybudget/limiter"
 	"io"
 	"net/http"
 	"strings"
@@ -39,9 +41,8 @@ func stateOf(t *testing.T, s ledger.Store, act Action) ledger.Record {
 
 var order = Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
 
-func TestLedgerReplaysACompletedAction(t *testing.T) {
+func testLedgerReplaysACompletedAction(t *testing.T, store ledger.Store) {
 	p := newPayments(t, false) // no provider dedup: only the ledger prevents a second effect
-	store := ledger.NewMemory(ledger.MemoryConfig{})
 	var verdicts []string
 	tr, _ := newFakeTransport(Config{Ledger: store, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict) }}})
 	first, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
@@ -71,10 +72,10 @@ func TestLedgerReplaysACompletedAction(t *testing.T) {
 	}
 }
 
-func TestLedgerConflictOnChangedPayload(t *testing.T) {
+func testLedgerConflictOnChangedPayload(t *testing.T, store ledger.Store) {
 	p := newPayments(t, false)
-	store := ledger.NewMemory(ledger.MemoryConfig{})
-	tr, _ := newFakeTransport(Config{Ledger: store})
+	var verdicts []string
+	tr, _ := newFakeTransport(Config{Ledger: store, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict) }}})
 	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
 	if err != nil {
 		t.Fatal(err)
@@ -88,15 +89,17 @@ func TestLedgerConflictOnChangedPayload(t *testing.T) {
 	if _, calls := p.total(); calls != 1 {
 		t.Fatalf("provider called %d times; want 1 (never for the conflict)", calls)
 	}
+	if strings.Join(verdicts, ",") != "created,conflict" {
+		t.Fatalf("ledger events %v; want created, conflict", verdicts)
+	}
 }
 
-func TestLedgerOneOfFiftyConcurrentSubmissionsIsSent(t *testing.T) {
+func testLedgerOneOfFiftyConcurrentSubmissionsIsSent(t *testing.T, store ledger.Store) {
 	p := newPayments(t, false)
 	release := make(chan struct{})
 	p.mu.Lock()
 	p.hold = func() { <-release } // keep the winner in flight while the others arrive
 	p.mu.Unlock()
-	store := ledger.NewMemory(ledger.MemoryConfig{})
 	tr, _ := newFakeTransport(Config{Ledger: store})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -144,7 +147,7 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-func TestLedgerLostResponseOneEffect(t *testing.T) {
+func testLedgerLostResponseOneEffect(t *testing.T, store ledger.Store) {
 	p := newPayments(t, true)
 	p.mu.Lock()
 	p.fault = func(n int) string {
@@ -154,7 +157,6 @@ func TestLedgerLostResponseOneEffect(t *testing.T) {
 		return ""
 	}
 	p.mu.Unlock()
-	store := ledger.NewMemory(ledger.MemoryConfig{})
 	tr, _ := newFakeTransport(Config{Ledger: store})
 	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
 	if err != nil {
@@ -167,7 +169,7 @@ func TestLedgerLostResponseOneEffect(t *testing.T) {
 	}
 }
 
-func TestLedgerRepeated429sKeepOneIdentity(t *testing.T) {
+func testLedgerRepeated429sKeepOneIdentity(t *testing.T, store ledger.Store) {
 	p := newPayments(t, true)
 	p.mu.Lock()
 	p.fault = func(n int) string {
@@ -177,7 +179,6 @@ func TestLedgerRepeated429sKeepOneIdentity(t *testing.T) {
 		return ""
 	}
 	p.mu.Unlock()
-	store := ledger.NewMemory(ledger.MemoryConfig{})
 	tr, _ := newFakeTransport(Config{Ledger: store, MaxAttempts: 2, Budget: UnlimitedBudget{}})
 	// First call: two 429s, gives up; the record must survive as failed
 	// (no effect), keeping the action's identity.
@@ -234,7 +235,7 @@ func TestLedgerExpiredRecordRunsAsNewAction(t *testing.T) {
 	}
 }
 
-func TestLedgerLongCallKeepsItsLease(t *testing.T) {
+func testLedgerLongCallKeepsItsLease(t *testing.T, store ledger.Store) {
 	// Real time is the point: the lease must outlive a slow attempt.
 	p := newPayments(t, false)
 	arrived, release := make(chan struct{}), make(chan struct{})
@@ -242,7 +243,6 @@ func TestLedgerLongCallKeepsItsLease(t *testing.T) {
 	p.mu.Lock()
 	p.hold = func() { once.Do(func() { close(arrived); <-release }) }
 	p.mu.Unlock()
-	store := ledger.NewMemory(ledger.MemoryConfig{})
 	cfg := Config{Ledger: store, LedgerLease: 150 * time.Millisecond, KeysHonoured: true}
 	done := make(chan error, 1)
 	go func() {
@@ -270,5 +270,75 @@ func TestLedgerLongCallKeepsItsLease(t *testing.T) {
 	}
 	if effects, calls := p.total(); effects != 1 || calls != 1 {
 		t.Fatalf("effects %d calls %d; want 1, 1", effects, calls)
+	}
+}
+
+// ledgerStores gives each Transport-level ledger test a fresh store of every
+// kind: memory, a real Redis, and a local 3-master Redis Cluster.
+func ledgerStores(t *testing.T) map[string]func(t *testing.T) ledger.Store {
+	cluster := redistest.StartCluster(t)
+	return map[string]func(t *testing.T) ledger.Store{
+		"memory": func(t *testing.T) ledger.Store { return ledger.NewMemory(ledger.MemoryConfig{}) },
+		"redis": func(t *testing.T) ledger.Store {
+			return ledger.NewRedis(redistest.Client(t), ledger.RedisConfig{Prefix: redistest.Prefix(t)})
+		},
+		"cluster": func(t *testing.T) ledger.Store {
+			return ledger.NewRedis(cluster.Client(t), ledger.RedisConfig{Prefix: redistest.Prefix(t)})
+		},
+	}
+}
+
+// TestLedgerTransport runs the Transport's ledger contract over every store.
+func TestLedgerTransport(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, store ledger.Store)
+	}{
+		{"replays a completed action", testLedgerReplaysACompletedAction},
+		{"conflict on a changed payload", testLedgerConflictOnChangedPayload},
+		{"one of fifty concurrent submissions is sent", testLedgerOneOfFiftyConcurrentSubmissionsIsSent},
+		{"lost response, one effect", testLedgerLostResponseOneEffect},
+		{"repeated 429s keep one identity", testLedgerRepeated429sKeepOneIdentity},
+		{"a long call keeps its lease", testLedgerLongCallKeepsItsLease},
+		{"a rate-limited call keeps its record", testLedgerRateLimitedCallKeepsItsRecord},
+	}
+	stores := ledgerStores(t)
+	for _, kind := range []string{"memory", "redis", "cluster"} {
+		for _, tt := range tests {
+			t.Run(kind+"/"+tt.name, func(t *testing.T) { tt.run(t, stores[kind](t)) })
+		}
+	}
+}
+
+func testLedgerRateLimitedCallKeepsItsRecord(t *testing.T, store ledger.Store) {
+	p := newPayments(t, false)
+	// The limiter first refuses with a wait past MaxWait, then allows.
+	lim := &scriptedLimiter{decisions: []limiter.Decision{{RetryAfter: time.Hour}, allow}}
+	tr, _ := newFakeTransport(Config{Ledger: store, Limiter: lim})
+	_, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
+	if !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("error %v; want ErrRateLimited", err)
+	}
+	first := stateOf(t, store, order)
+	if first.State != ledger.StateFailed {
+		t.Fatalf("state %v after a rate-limited call; want failed (no effect), the record kept", first.State)
+	}
+	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	r := stateOf(t, store, order)
+	effects, calls := p.total()
+	if effects != 1 || calls != 1 || r.State != ledger.StateCompleted || !r.CreatedAt.Equal(first.CreatedAt) {
+		t.Fatalf("effects %d calls %d state %v created %v (was %v); want one effect, completed, the same record",
+			effects, calls, r.State, r.CreatedAt, first.CreatedAt)
+	}
+	var classes []string
+	for _, a := range r.Attempts {
+		classes = append(classes, a.Class)
+	}
+	if got := strings.Join(classes, ","); got != "created,retry,success" {
+		t.Fatalf("history %s; want created,retry,success", got)
 	}
 }

@@ -63,13 +63,14 @@ func TestLedgerCrashAtEachPoint(t *testing.T) {
 		reconciler func(p *payments) ledger.Reconciler
 		calls      int // provider requests in all
 		replayed   bool
+		verdict    string // the ledger event the restarted worker sees
 	}{
-		{"before reservation", func(d *deadWorker) {}, nil, 1, false},
-		{"after reservation", func(d *deadWorker) { d.reserve(body) }, nil, 1, false},
-		{"after reservation, reconciler finds nothing", func(d *deadWorker) { d.reserve(body) }, byKey, 1, false},
-		{"before complete", func(d *deadWorker) { d.reserve(body); d.send(body) }, nil, 2, false},
-		{"before complete, reconciler finds the charge", func(d *deadWorker) { d.reserve(body); d.send(body) }, byKey, 1, true},
-		{"after complete", func(d *deadWorker) { d.reserve(body); d.send(body); d.complete() }, nil, 1, true},
+		{"before reservation", func(d *deadWorker) {}, nil, 1, false, "created"},
+		{"after reservation", func(d *deadWorker) { d.reserve(body) }, nil, 1, false, "resend"},
+		{"after reservation, reconciler finds nothing", func(d *deadWorker) { d.reserve(body) }, byKey, 1, false, "reconcile"},
+		{"before complete", func(d *deadWorker) { d.reserve(body); d.send(body) }, nil, 2, false, "resend"},
+		{"before complete, reconciler finds the charge", func(d *deadWorker) { d.reserve(body); d.send(body) }, byKey, 1, true, "reconcile"},
+		{"after complete", func(d *deadWorker) { d.reserve(body); d.send(body); d.complete() }, nil, 1, true, "replayed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,7 +83,9 @@ func TestLedgerCrashAtEachPoint(t *testing.T) {
 			mu.Lock()
 			now = now.Add(time.Minute) // the dead worker's lease has run out
 			mu.Unlock()
-			cfg := Config{Ledger: store, KeysHonoured: true}
+			var verdicts []string
+			cfg := Config{Ledger: store, KeysHonoured: true,
+				Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict) }}}
 			if tt.reconciler != nil {
 				cfg.Reconciler = tt.reconciler(p)
 			}
@@ -97,6 +100,9 @@ func TestLedgerCrashAtEachPoint(t *testing.T) {
 			if effects != 1 || calls != tt.calls || r.State != ledger.StateCompleted || o.Replayed != tt.replayed {
 				t.Fatalf("effects %d calls %d state %v replayed %v; want 1, %d, completed, %v",
 					effects, calls, r.State, o.Replayed, tt.calls, tt.replayed)
+			}
+			if len(verdicts) != 1 || verdicts[0] != tt.verdict {
+				t.Fatalf("ledger events %v; want [%s]", verdicts, tt.verdict)
 			}
 			if !strings.Contains(got, order.IdempotencyKey()) {
 				t.Fatalf("body %q; want the charge's receipt", got)
@@ -137,8 +143,12 @@ func TestLedgerUncertainWithoutHonouredKeysOrReconciler(t *testing.T) {
 	mu.Lock()
 	now = now.Add(time.Minute)
 	mu.Unlock()
-	tr, _ := newFakeTransport(Config{Ledger: store})
+	var verdicts []string
+	tr, _ := newFakeTransport(Config{Ledger: store, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict) }}})
 	_, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
+	if len(verdicts) != 1 || verdicts[0] != "uncertain" {
+		t.Fatalf("ledger events %v; want [uncertain]", verdicts)
+	}
 	var e *Error
 	if !errors.As(err, &e) || e.Reason != ErrUncertain || !e.MaybeApplied {
 		t.Fatalf("error %v; want ErrUncertain, maybe applied, for an operator", err)
