@@ -83,3 +83,29 @@ func TestParseDecision(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseDecision: whatever the script or a mismatched server replies,
+// parseDecision returns an error or a decision with a wait that is not
+// negative, and never panics.
+func FuzzParseDecision(f *testing.F) {
+	f.Add(int64(1), int64(0), int64(0), uint8(0))
+	f.Add(int64(0), int64(1500), int64(reasonOwner), uint8(0))
+	f.Add(int64(0), int64(-1), int64(0), uint8(1))
+	f.Fuzz(func(t *testing.T, granted, wait, reason int64, shape uint8) {
+		var v any
+		switch shape % 4 {
+		case 0:
+			v = []any{granted, wait, reason}
+		case 1:
+			v = []any{granted, wait}
+		case 2:
+			v = []any{granted, "wait", reason}
+		default:
+			v = wait
+		}
+		_, d, _, err := parseDecision(v)
+		if err == nil && d < 0 {
+			t.Fatalf("parseDecision(%v) returned a negative wait %v", v, d)
+		}
+	})
+}

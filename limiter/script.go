@@ -32,5 +32,14 @@ func parseDecision(v any) (granted int64, wait time.Duration, reason int64, err 
 			return 0, 0, 0, fmt.Errorf("%w: %v", errReply, v)
 		}
 	}
+	// A wait that is negative, or too long to be a duration, is not a
+	// reply this script gives: treat it as a broken reply, not as data.
+	if n[1] < 0 || n[1] > maxWaitMicros {
+		return 0, 0, 0, fmt.Errorf("%w: wait %dµs out of range", errReply, n[1])
+	}
 	return n[0], time.Duration(n[1]) * time.Microsecond, n[2], nil
 }
+
+// maxWaitMicros bounds a wait in a reply: a year, far beyond any limit's
+// period or MaxCooldown.
+const maxWaitMicros = int64(365 * 24 * time.Hour / time.Microsecond)
