@@ -1,0 +1,51 @@
+package presets
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/rateheader"
+)
+
+// FuzzClassifiers: every preset's classifier, and rateheader.Classifier,
+// given any status, headers and body, returns a known class, never panics,
+// and leaves the whole body for the caller.
+func FuzzClassifiers(f *testing.F) {
+	f.Add(429, "Retry-After", "5", "x-ratelimit-remaining", "0", `{"documentation_url":"secondary-rate-limits"}`)
+	f.Add(403, "x-ratelimit-reset", "1893456000", "Stripe-Should-Retry", "true", `{"error":{"code":"insufficient_quota"}}`)
+	f.Add(200, "X-Shopify-Shop-Api-Call-Limit", "40/40", "RateLimit", `"default";r=0;t=30`, "")
+	f.Add(503, "retry-after-ms", "1500", "x-should-retry", "false", "not json")
+	var classifiers []retrybudget.Classifier
+	for _, name := range Names() {
+		r, _ := ByName(name)
+		classifiers = append(classifiers, r.Config.Classifier)
+	}
+	classifiers = append(classifiers, rateheader.Classifier{})
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, code int, k1, v1, k2, v2, body string) {
+		code = 100 + (code%500+500)%500 // a status code, 100 to 599
+		for _, c := range classifiers {
+			if c == nil {
+				continue
+			}
+			h := http.Header{}
+			h.Add(k1, v1)
+			h.Add(k2, v2)
+			h.Set("Content-Type", "application/json")
+			resp := &http.Response{StatusCode: code, Header: h, Body: io.NopCloser(strings.NewReader(body))}
+			req, _ := http.NewRequest("POST", "https://api.example.com/v1/x", nil)
+			cls := c.Classify(&retrybudget.AttemptResult{Request: req, Response: resp, Now: now})
+			if cls.Class.String() == "unknown" {
+				t.Fatalf("%T: status %d got an unknown class", c, code)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			if string(got) != body {
+				t.Fatalf("%T consumed the body: %q of %q", c, got, body)
+			}
+		}
+	})
+}
