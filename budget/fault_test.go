@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/internal/logrecorder"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
@@ -23,34 +23,8 @@ const (
 	faultProbe   = 100 * time.Millisecond
 )
 
-// recordingHandler is a slog.Handler that keeps every record as text.
-type recordingHandler struct {
-	mu      sync.Mutex // guards records
-	records []string
-}
-
-func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *recordingHandler) WithGroup(string) slog.Handler            { return h }
-
-func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s", r.Level, r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-		return true
-	})
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.records = append(h.records, b.String())
-	return nil
-}
-
-func (h *recordingHandler) all() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]string(nil), h.records...)
-}
+// recordingHandler records what a component logged.
+type recordingHandler = logrecorder.Recorder
 
 // faultClient returns a client for srv that fails fast when nothing
 // listens: go-redis's default retries would keep dialling for about two
@@ -287,7 +261,7 @@ func waitShared(t *testing.T, b, peer *Redis) {
 // destination in either.
 func checkLogs(t *testing.T, h *recordingHandler) {
 	t.Helper()
-	recs := h.all()
+	recs := h.All()
 	if len(recs) != 2 || !strings.HasPrefix(recs[0], "WARN budget: redis unavailable") ||
 		!strings.HasPrefix(recs[1], "INFO budget: redis available again") {
 		t.Fatalf("log records %q, want one WARN and one INFO", recs)

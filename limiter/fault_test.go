@@ -6,49 +6,17 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/retrybudget/retrybudget/internal/logrecorder"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
-// recordingHandler is a slog.Handler that keeps every record as text.
-type recordingHandler struct {
-	mu      sync.Mutex // guards records
-	records []string
-}
-
-func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *recordingHandler) WithGroup(string) slog.Handler            { return h }
-
-func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s", r.Level, r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-		return true
-	})
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.records = append(h.records, b.String())
-	return nil
-}
-
-func (h *recordingHandler) reset() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.records = nil
-}
-
-func (h *recordingHandler) all() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]string(nil), h.records...)
-}
+// recordingHandler records what a component logged.
+type recordingHandler = logrecorder.Recorder
 
 // faultTimeout is the decision timeout under test; slack is what a loaded
 // two-core machine may add on top of it.
@@ -95,7 +63,7 @@ func testRedisFault(t *testing.T, policy Policy, ctxTimeouts bool) {
 	// machine may not finish within the 50ms timeout: wait for a healthy
 	// decision rather than demand the first be one.
 	waitRecovered(t, l, r)
-	logs.reset()
+	logs.Reset()
 
 	srv.Kill()
 	checkOutage(t, l, r, policy)
@@ -234,7 +202,7 @@ func waitRecovered(t *testing.T, l *Redis, r Request) {
 // boundary in either.
 func checkLogs(t *testing.T, h *recordingHandler, boundary string) {
 	t.Helper()
-	recs := h.all()
+	recs := h.All()
 	if len(recs) != 2 || !strings.HasPrefix(recs[0], "WARN limiter: redis unavailable") ||
 		!strings.HasPrefix(recs[1], "INFO limiter: redis available again") {
 		t.Fatalf("log records %q, want one WARN and one INFO", recs)
