@@ -122,6 +122,17 @@ func (c *call) reconcile(rec ledger.Record) (*http.Response, error, bool) {
 // ledgerStop ends a call the ledger kept from being sent.
 func (c *call) ledgerStop(reason, cause error) (*http.Response, error, bool) {
 	c.led.token = 0 // nothing to settle
+	// Nothing was sent by this call: the class says what kind of "no".
+	switch reason {
+	case ErrPending:
+		c.out.Class = ClassCapacity // not now: another call holds it
+	case ErrConflict:
+		c.out.Class = ClassBusiness // the request itself is wrong
+	case ErrUncertain:
+		c.out.Class = ClassMaybeSent // an earlier call may have applied it
+	default:
+		c.out.Class = ClassNotSent
+	}
 	resp, err := c.giveUp(nil, cause, reason, func() {})
 	return resp, err, true
 }

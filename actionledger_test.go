@@ -83,7 +83,7 @@ func testLedgerConflictOnChangedPayload(t *testing.T, store ledger.Store) {
 	readAll(t, resp)
 	_, err = chargeTo(t, tr, p.URL, order, `{"amount":999}`)
 	var e *Error
-	if !errors.Is(err, ErrConflict) || !errors.Is(err, ledger.ErrConflict) || !errors.As(err, &e) || e.Attempts != 0 {
+	if !errors.Is(err, ErrConflict) || !errors.Is(err, ledger.ErrConflict) || !errors.As(err, &e) || e.Attempts != 0 || e.Class != ClassBusiness {
 		t.Fatalf("error %v; want ErrConflict with no attempt", err)
 	}
 	if _, calls := p.total(); calls != 1 {

@@ -113,6 +113,9 @@ func (c *call) run() (*http.Response, error) {
 			// Waiting on the ledger or the limiter used up the time: an
 			// attempt now could not finish, so none is sent.
 			c.out.RetryAt = time.Time{}
+			if c.out.Attempts == 0 {
+				c.out.Class = ClassNotSent
+			}
 			return c.giveUp(nil, nil, ErrDeadline, func() {})
 		}
 		a := c.attempt()

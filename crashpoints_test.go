@@ -150,7 +150,7 @@ func TestLedgerUncertainWithoutHonouredKeysOrReconciler(t *testing.T) {
 		t.Fatalf("ledger events %v; want [uncertain]", verdicts)
 	}
 	var e *Error
-	if !errors.As(err, &e) || e.Reason != ErrUncertain || !e.MaybeApplied {
+	if !errors.As(err, &e) || e.Reason != ErrUncertain || !e.MaybeApplied || e.Class != ClassMaybeSent {
 		t.Fatalf("error %v; want ErrUncertain, maybe applied, for an operator", err)
 	}
 	if effects, calls := p.total(); effects != 1 || calls != 1 {
