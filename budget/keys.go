@@ -3,6 +3,8 @@ package budget
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
+	"time"
 )
 
 // DefaultPrefix starts every key when RedisConfig.Prefix is empty.
@@ -24,4 +26,12 @@ func destKey(prefix, dest string) string {
 	h.Write([]byte{0})
 	h.Write([]byte(dest))
 	return prefix + "{" + hex.EncodeToString(h.Sum(nil)[:16]) + "}"
+}
+
+// rulePrefix adds the window to prefix. The script names its counters by
+// slot number, and a slot is a tenth of the window: processes with another
+// window (during a rolling deploy that changes it) must count under other
+// keys, or each would read the other's slots as future or stale ones.
+func rulePrefix(prefix string, window time.Duration) string {
+	return prefix + "w" + strconv.FormatInt(window.Microseconds(), 10) + ":"
 }

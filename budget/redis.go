@@ -105,7 +105,7 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) *Redis {
 	b := &Redis{
 		rdb:        rdb,
 		script:     newScript(r),
-		dests:      newPendings(prefix, r.Window),
+		dests:      newPendings(rulePrefix(prefix, r.Window), r.Window),
 		timeout:    orDefault(cfg.Timeout, DefaultTimeout),
 		flushEvery: int64(flush),
 		stale:      int64(r.Window),
@@ -179,8 +179,14 @@ func (b *Redis) Withdraw(ctx context.Context, dest string) retrybudget.BudgetDec
 		p.n.Store(0)
 		return b.degraded(dest, now)
 	}
+	at := now.UnixNano()
 	n := p.n.Swap(0)
-	p.sent.Store(now.UnixNano())
+	if last := p.sent.Swap(at); at-last > b.stale {
+		// The same rule as Deposit's: deposits pending since before the
+		// window began are dropped, not credited now, or a burst of calls
+		// that all hang past the window would fund its own retries.
+		n = 0
+	}
 	r, ok := b.send(ctx, p.key, n, true)
 	if !ok {
 		return b.degraded(dest, now)

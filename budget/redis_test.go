@@ -290,8 +290,9 @@ func TestRedisPerDestination(t *testing.T) {
 	if len(keys) != 1 { // "other" wrote nothing
 		t.Fatalf("keys %q; want one", keys)
 	}
-	if keys[0] != destKey(prefix, secret) || strings.Contains(keys[0], "s3cret") {
-		t.Fatalf("key %q; want %q, without the destination", keys[0], destKey(prefix, secret))
+	want := destKey(rulePrefix(prefix, retrybudget.DefaultBudgetWindow), secret)
+	if keys[0] != want || strings.Contains(keys[0], "s3cret") {
+		t.Fatalf("key %q; want %q, without the destination", keys[0], want)
 	}
 }
 
@@ -425,5 +426,41 @@ func TestRedisScriptCacheFlushed(t *testing.T) {
 	}
 	if got, d := withdrawN(t, b, "api", 1); got != 1 || d.Retries != 2 {
 		t.Fatalf("after SCRIPT FLUSH: %+v", d)
+	}
+}
+
+// Regression: Withdraw credited every pending deposit, however old, so a
+// burst of first attempts that all hung past the window funded its own
+// retries when they came. Deposit already dropped such deposits.
+func TestRedisWithdrawDropsStaleDeposits(t *testing.T) {
+	rdb := redistest.Client(t)
+	b := newRedis(rdb, RedisConfig{
+		BudgetConfig:  retrybudget.BudgetConfig{Percent: 1, MinRetriesPerSec: -1, Window: 10 * time.Second},
+		Prefix:        redistest.Prefix(t),
+		FlushInterval: time.Second,
+	})
+	now := t0
+	b.now = func() time.Time { return now }
+	deposit(b, "api", 3)
+	now = now.Add(time.Hour)
+	if d := b.Withdraw(context.Background(), "api"); d.Allowed || d.Deposits != 0 || d.Degraded {
+		t.Fatalf("withdraw an hour after the deposits: %+v; want refused with no deposits", d)
+	}
+}
+
+// Regression: processes with different windows shared one key, and each
+// read the other's slots as future or stale ones (counts that never left
+// the window, or were wiped).
+func TestRedisDifferentWindowsCountApart(t *testing.T) {
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	narrow := newRedis(rdb, RedisConfig{BudgetConfig: retrybudget.BudgetConfig{Percent: 1, MinRetriesPerSec: -1, Window: time.Second}, Prefix: prefix, FlushInterval: -1})
+	wide := newRedis(rdb, RedisConfig{BudgetConfig: retrybudget.BudgetConfig{Percent: 1, MinRetriesPerSec: -1, Window: 2 * time.Second}, Prefix: prefix, FlushInterval: -1})
+	deposit(narrow, "api", 5)
+	if _, d := withdrawN(t, wide, "api", 1); d.Deposits != 0 {
+		t.Fatalf("a 2s-window budget sees %d deposits of a 1s-window one; want 0", d.Deposits)
+	}
+	if _, d := withdrawN(t, narrow, "api", 1); d.Deposits != 5 {
+		t.Fatalf("the 1s-window budget sees %d deposits; want its own 5", d.Deposits)
 	}
 }
