@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/retrybudget/retrybudget/ledger"
@@ -19,13 +21,22 @@ import (
 // that outgrows the limit, or that the handler flushes, is streamed to the
 // client from then on; only a body that fit is stored, otherwise its hash.
 //
-// Headers are the underlying writer's own map, so the handler and any outer
-// middleware see one set. capture is used by one handler goroutine, as
-// http.ResponseWriter requires, and needs no lock.
+// The handler writes headers to a map of its own, which starts as a copy
+// of the underlying writer's (so it sees what outer middleware set). The
+// headers as they stood at the final WriteHeader are what is sent and
+// stored, as net/http sends them: later changes are dropped, except
+// trailers. Headers outer middleware set and the handler left alone are
+// not stored, so a replay does not carry the first request's request ID.
+// capture is used by one handler goroutine, as http.ResponseWriter
+// requires, and needs no lock.
 type capture struct {
 	w      http.ResponseWriter
 	limit  int // bytes of body held and stored; -1 stores none
 	status int // the final status; zero until written
+
+	h       http.Header // the handler's headers
+	initial http.Header // the underlying writer's headers at the start
+	final   http.Header // h at the final WriteHeader; nil until then
 
 	buf bytes.Buffer
 	// over reports that the body outgrew limit: buf is dropped and sum
@@ -40,11 +51,20 @@ type capture struct {
 
 // newCapture returns a capture writing to w.
 func newCapture(w http.ResponseWriter, limit int) *capture {
-	return &capture{w: w, limit: limit}
+	return &capture{w: w, limit: limit, h: w.Header().Clone(), initial: w.Header().Clone()}
 }
 
 // Header implements http.ResponseWriter.
-func (c *capture) Header() http.Header { return c.w.Header() }
+func (c *capture) Header() http.Header { return c.h }
+
+// sendHeaders makes the underlying writer's headers h.
+func (c *capture) sendHeaders(h http.Header) {
+	dst := c.w.Header()
+	clear(dst)
+	for k, vs := range h {
+		dst[k] = slices.Clone(vs)
+	}
+}
 
 // WriteHeader implements http.ResponseWriter. Informational statuses (1xx
 // but 101) go to the client at once, as net/http sends them (RFC 9110
@@ -60,10 +80,12 @@ func (c *capture) WriteHeader(code int) {
 		return
 	}
 	if code < 200 && code != http.StatusSwitchingProtocols {
+		c.sendHeaders(c.h) // such as the Link fields of 103 Early Hints
 		c.w.WriteHeader(code)
 		return
 	}
 	c.status = code
+	c.final = c.h.Clone()
 }
 
 // Write implements http.ResponseWriter.
@@ -101,6 +123,7 @@ func (c *capture) stream() error {
 		return nil
 	}
 	c.streaming = true
+	c.sendHeaders(c.final)
 	c.w.WriteHeader(c.status)
 	if c.buf.Len() == 0 {
 		return nil
@@ -150,7 +173,10 @@ func (c *capture) outcome() ledger.Outcome {
 	if c.status == 0 {
 		c.status = http.StatusOK
 	}
-	o := ledger.Outcome{Status: c.status, Header: c.w.Header().Clone()}
+	if c.final == nil {
+		c.final = c.h.Clone()
+	}
+	o := ledger.Outcome{Status: c.status, Header: changed(c.final, c.initial)}
 	if c.over {
 		o.BodyOmitted, o.BodyHash, o.BodyLen = true, hex.EncodeToString(c.sum.Sum(nil)), c.n
 		return o
@@ -159,12 +185,39 @@ func (c *capture) outcome() ledger.Outcome {
 	return o
 }
 
-// deliver sends whatever is still held back.
+// deliver sends whatever is still held back, then hands net/http the
+// trailers the handler set (RFC 9110 §6.5): fields declared in Trailer, or
+// named with http.TrailerPrefix.
 func (c *capture) deliver() error {
 	if c.status == 0 {
-		c.status = http.StatusOK
+		c.WriteHeader(http.StatusOK)
 	}
-	return c.stream()
+	err := c.stream()
+	dst := c.w.Header()
+	declared := map[string]bool{}
+	for _, v := range c.final.Values("Trailer") {
+		for _, name := range strings.Split(v, ",") {
+			declared[http.CanonicalHeaderKey(strings.TrimSpace(name))] = true
+		}
+	}
+	for k, vs := range c.h {
+		if declared[k] || strings.HasPrefix(k, http.TrailerPrefix) {
+			dst[k] = slices.Clone(vs)
+		}
+	}
+	return err
+}
+
+// changed returns the fields of h that the handler set or changed, as
+// against the outer middleware's initial ones.
+func changed(h, initial http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		if !slices.Equal(vs, initial[k]) {
+			out[k] = slices.Clone(vs)
+		}
+	}
+	return out
 }
 
 // bodyAllowed reports whether a response with status may carry a body

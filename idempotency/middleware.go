@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/ledger"
@@ -31,7 +33,7 @@ type guard struct {
 
 // ServeHTTP applies the replay matrix of the package documentation.
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !g.s.methods[r.Method] {
+	if !g.s.methods[strings.ToUpper(r.Method)] {
 		g.next.ServeHTTP(w, r)
 		return
 	}
@@ -57,7 +59,11 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k := ledger.Key{Tenant: g.s.Tenant(r), Operation: g.s.Operation(r), Key: key}
-	res, err := g.s.Store.Reserve(r.Context(), ledger.ReserveRequest{
+	// The reservation must not be cut by the client going away: a reply
+	// lost after the store wrote the record would leave a key nobody owns.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), reserveTimeout)
+	defer cancel()
+	res, err := g.s.Store.Reserve(rctx, ledger.ReserveRequest{
 		Key:          k,
 		Fingerprint:  ledger.Fingerprint(r.Method, r.URL, r.Header, g.s.FingerprintHeaders, body),
 		Owner:        g.s.Owner,
@@ -100,6 +106,10 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// reserveTimeout bounds a reservation that no longer follows the client's
+// context.
+const reserveTimeout = 5 * time.Second
+
 // readBody reads the request body whole, for the fingerprint, or returns
 // the problem to answer.
 func (g *guard) readBody(r *http.Request) ([]byte, *problem) {
@@ -127,7 +137,11 @@ func (g *guard) readBody(r *http.Request) ([]byte, *problem) {
 // run runs the handler as the action's owner and records how it ended.
 func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token int64, body []byte) {
 	in := &inbound{action: retrybudget.Action(k)}
-	ctx := retrybudget.WithAction(context.WithValue(r.Context(), inboundCtxKey{}, in), in.action)
+	// The handler's context ends if another instance takes the action over
+	// (this one's lease was lost): it must not go on acting for it.
+	hctx, stopHandler := context.WithCancel(r.Context())
+	defer stopHandler()
+	ctx := retrybudget.WithAction(context.WithValue(hctx, inboundCtxKey{}, in), in.action)
 	r2 := r.WithContext(ctx)
 	r2.Body, r2.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
@@ -136,6 +150,13 @@ func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token 
 	// may have had its effect, and the record must say so.
 	sctx := context.WithoutCancel(r.Context())
 	keeper := ledger.KeepLease(sctx, g.s.Store, k, token, g.s.Lease)
+	go func() {
+		select {
+		case <-keeper.Lost():
+			stopHandler()
+		case <-hctx.Done():
+		}
+	}()
 	c := newCapture(w, g.s.MaxResponseBody)
 	returned := false
 	defer func() {
