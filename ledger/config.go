@@ -61,8 +61,9 @@ func (c Config) durations(lease, retention time.Duration) (time.Duration, time.D
 	if retention == 0 {
 		retention = DefaultRetention
 	}
-	if lease < time.Millisecond || retention < time.Millisecond {
-		return 0, 0, fmt.Errorf("%w: lease %s and retention %s must be at least 1ms", ErrInvalid, lease, retention)
+	if lease < time.Millisecond || retention < time.Millisecond ||
+		lease%time.Millisecond != 0 || retention%time.Millisecond != 0 {
+		return 0, 0, fmt.Errorf("%w: lease %s and retention %s must be whole milliseconds, at least 1ms", ErrInvalid, lease, retention)
 	}
 	return lease, retention, nil
 }

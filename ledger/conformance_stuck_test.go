@@ -185,3 +185,14 @@ func testCanceledContext(t *testing.T, h harness) {
 		t.Fatalf("a canceled Reserve wrote: %v", err)
 	}
 }
+
+// testDeadOwnerOutlivesAShortRetention is a regression test: a record kept
+// only to its lease's end vanished when its owner died, and the next
+// request was a new action that ran again, skipping the stuck-work
+// protection. A record now lives a lease past its lease's end.
+func testDeadOwnerOutlivesAShortRetention(t *testing.T, h harness) {
+	h.reserve(t, ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w1", Lease: h.short, Retention: h.short / 2})
+	h.advance(t, h.short+h.short/4) // the lease is over, the retention long over
+	got := h.reserve(t, ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w2"})
+	wantVerdict(t, got, VerdictUncertain)
+}

@@ -44,6 +44,7 @@ var conformance = []struct {
 	{"Sweep", testSweep},
 	{"Reconcile", testReconcile},
 	{"ExpiryAfterRetention", testExpiryAfterRetention},
+	{"DeadOwnerOutlivesAShortRetention", testDeadOwnerOutlivesAShortRetention},
 	{"ConcurrentReserveOneWins", testConcurrentReserve},
 	{"InvalidRequests", testInvalidRequests},
 	{"CanceledContext", testCanceledContext},

@@ -96,7 +96,9 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		e.rec.Owner = req.Owner
 		e.rec.Reason = ""
 		e.rec.LeaseUntil = now.Add(lease)
-		e.rec.ExpiresAt = later(e.rec.ExpiresAt, e.rec.LeaseUntil)
+		// Kept a lease past the lease's end, so that a worker that died
+		// holding it is still seen as stuck, not as absent.
+		e.rec.ExpiresAt = later(e.rec.ExpiresAt, e.rec.LeaseUntil.Add(lease))
 		e.rec.Attempts = append(e.rec.Attempts, Attempt{
 			N: len(e.rec.Attempts) + 1, At: now, Class: res.Verdict.String(),
 			Owner: req.Owner, Token: e.token,
@@ -131,7 +133,7 @@ func (m *Memory) Renew(ctx context.Context, k Key, token int64, lease time.Durat
 		return err
 	}
 	e.rec.LeaseUntil = now.Add(lease)
-	e.rec.ExpiresAt = later(e.rec.ExpiresAt, e.rec.LeaseUntil)
+	e.rec.ExpiresAt = later(e.rec.ExpiresAt, e.rec.LeaseUntil.Add(lease))
 	return nil
 }
 
@@ -216,7 +218,7 @@ func (m *Memory) Sweep(ctx context.Context, limit int) ([]Record, error) {
 	m.mu.Lock()
 	var out []Record
 	for k, e := range m.entries {
-		if !now.Before(e.rec.ExpiresAt) {
+		if now.After(e.rec.ExpiresAt) {
 			delete(m.entries, k)
 			continue
 		}
@@ -239,7 +241,7 @@ func (m *Memory) live(k Key, now time.Time) *memoryEntry {
 	if !ok {
 		return nil
 	}
-	if !now.Before(e.rec.ExpiresAt) {
+	if now.After(e.rec.ExpiresAt) {
 		delete(m.entries, k)
 		return nil
 	}
@@ -261,7 +263,7 @@ func (m *Memory) owned(k Key, token int64, now time.Time) (*memoryEntry, error) 
 func (m *Memory) evictSome(now time.Time) {
 	n := 0
 	for k, e := range m.entries {
-		if !now.Before(e.rec.ExpiresAt) {
+		if now.After(e.rec.ExpiresAt) {
 			delete(m.entries, k)
 		}
 		if n++; n == 2 {

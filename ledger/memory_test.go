@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
@@ -29,9 +30,11 @@ func newMemoryHarness(t *testing.T) harness {
 	clock := &fakeClock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
 	short := time.Minute
 	return harness{
-		Store:    NewMemory(MemoryConfig{Now: clock.Now}),
-		advance:  func(_ *testing.T, d time.Duration) { clock.Advance(d) },
-		waitGone: func(*testing.T, Key) { clock.Advance(short) },
+		Store:   NewMemory(MemoryConfig{Now: clock.Now}),
+		advance: func(_ *testing.T, d time.Duration) { clock.Advance(d) },
+		// Past the expiry: at the expiry itself a record is still there,
+		// as a Redis key is until its time has passed.
+		waitGone: func(*testing.T, Key) { clock.Advance(short + time.Millisecond) },
 		short:    short,
 	}
 }
@@ -56,5 +59,15 @@ func TestMemoryEvictsWithoutSweep(t *testing.T) {
 	m.mu.Unlock()
 	if n > 2 {
 		t.Fatalf("%d records held, want at most the live one and one not yet examined", n)
+	}
+}
+
+// Regression: a lease with a fraction of a millisecond was kept whole by
+// memory and truncated by Redis; both now refuse it.
+func TestLeaseMustBeWholeMilliseconds(t *testing.T) {
+	m := NewMemory(MemoryConfig{})
+	_, err := m.Reserve(t.Context(), ReserveRequest{Key: Key{Key: "k"}, Fingerprint: "f", Lease: 1999 * time.Microsecond})
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a 1.999ms lease: %v; want ErrInvalid", err)
 	}
 }

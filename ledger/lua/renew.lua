@@ -14,7 +14,8 @@ local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ea')
 if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
 
 local lu = now + tonumber(ARGV[2])
-local ea = math.max(tonumber(f[3]), lu)
+-- A lease past the lease's end: see reserve.lua.
+local ea = math.max(tonumber(f[3]), lu + tonumber(ARGV[2]))
 redis.call('HSET', KEYS[1], 'lu', int(lu), 'ea', int(ea))
 redis.call('PEXPIREAT', KEYS[1], int(ea))
 return 1

@@ -72,7 +72,9 @@ end
 
 if token ~= '0' then
   local lu = now + tonumber(ARGV[3])
-  local ea = math.max(tonumber(f[5]), lu)
+  -- Kept a lease past the lease's end, so that a worker that died
+  -- holding it is still seen as stuck, not as absent.
+  local ea = math.max(tonumber(f[5]), lu + tonumber(ARGV[3]))
   local n = tonumber(f[6]) + 1
   local a = cjson.encode({at = int(now), class = verdict, owner = ARGV[2], token = token})
   redis.call('HSET', KEYS[1], 'st', 'in-progress', 'ow', ARGV[2], 'tok', token,
