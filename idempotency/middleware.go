@@ -106,8 +106,8 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// reserveTimeout bounds a reservation that no longer follows the client's
-// context.
+// reserveTimeout bounds each store call that no longer follows the
+// client's context: the reservation, and recording how the handler ended.
 const reserveTimeout = 5 * time.Second
 
 // readBody reads the request body whole, for the fingerprint, or returns
@@ -168,7 +168,9 @@ func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token 
 		// response as it would without us.
 		p := recover()
 		g.stopKeeper(sctx, k, keeper)
-		g.fail(sctx, k, token, in.effect.Load(), "handler panicked")
+		wctx, cancel := context.WithTimeout(sctx, reserveTimeout)
+		defer cancel()
+		g.fail(wctx, k, token, in.effect.Load(), "handler panicked")
 		if p != nil {
 			panic(p)
 		}
@@ -177,10 +179,13 @@ func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token 
 	returned = true
 	g.stopKeeper(sctx, k, keeper)
 
+	// Bounded: a hung store must not hold the response back for ever.
+	wctx, cancel := context.WithTimeout(sctx, reserveTimeout)
+	defer cancel()
 	o := c.outcome()
 	if failed(o.Status) {
-		g.fail(sctx, k, token, in.effect.Load(), fmt.Sprintf("handler answered %d", o.Status))
-	} else if err := g.s.Store.Complete(sctx, k, token, o); err != nil {
+		g.fail(wctx, k, token, in.effect.Load(), fmt.Sprintf("handler answered %d", o.Status))
+	} else if err := g.s.Store.Complete(wctx, k, token, o); err != nil {
 		g.log(sctx, "complete", k, err)
 	}
 	// Delivered after the record is written, so that a client holding the
