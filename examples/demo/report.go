@@ -235,7 +235,12 @@ func retryAt(at, now time.Time) string {
 	if at.IsZero() {
 		return "-"
 	}
-	return fmt.Sprintf("%s (in %s)", at.Local().Format(time.TimeOnly), at.Sub(now).Round(time.Second))
+	wait := at.Sub(now)
+	if wait < time.Second {
+		// A backoff-sized hint has passed by the time the report prints.
+		return at.Local().Format(time.TimeOnly) + " (now)"
+	}
+	return fmt.Sprintf("%s (in %s)", at.Local().Format(time.TimeOnly), wait.Round(time.Second))
 }
 
 func sumValues(m map[retrybudget.Class]int) int {
