@@ -224,36 +224,15 @@ func (c *call) settle(resp *http.Response) {
 		return
 	}
 	o := ledger.Outcome{Status: resp.StatusCode, Header: resp.Header, BodyOmitted: true, BodyLen: -1}
-	if body, ok := c.readAhead(resp); ok {
-		o.Body, o.BodyOmitted, o.BodyLen = body, false, 0
+	// An upgraded connection is a stream, not a body to store.
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		if body, ok := ReadAhead(resp, c.t.cfg.MaxBodyBuffer, settleWait); ok {
+			o.Body, o.BodyOmitted, o.BodyLen = body, false, 0
+		}
 	}
 	if err := store.Complete(ctx, c.led.key, c.led.token, o); err != nil {
 		c.ledgerEvent("complete", nil, err)
 	}
-}
-
-// readAhead reads resp's body ahead for storing, putting a body in its
-// place that still gives the caller every byte. It reports false when the
-// body is an upgraded stream, larger than MaxBodyBuffer, broken, or not
-// complete within settleWait.
-func (c *call) readAhead(resp *http.Response) ([]byte, bool) {
-	if resp.StatusCode == http.StatusSwitchingProtocols || resp.Body == nil || resp.Body == http.NoBody {
-		return nil, resp.Body == http.NoBody
-	}
-	pb := &peekedBody{orig: resp.Body, done: make(chan struct{})}
-	go pb.fill(c.t.cfg.MaxBodyBuffer + 1)
-	resp.Body = pb
-	timer := time.NewTimer(settleWait)
-	defer timer.Stop()
-	select {
-	case <-pb.done:
-	case <-timer.C:
-		return nil, false
-	}
-	if pb.err != nil || int64(len(pb.buf)) > c.t.cfg.MaxBodyBuffer {
-		return nil, false
-	}
-	return pb.buf, true
 }
 
 // ledgerEvent reports to the Observer.
