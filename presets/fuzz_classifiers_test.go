@@ -49,3 +49,20 @@ func FuzzClassifiers(f *testing.F) {
 		}
 	})
 }
+
+// Regression: a preset read an error body with no time bound, so a body
+// that stalled after its first bytes held the call until its deadline.
+func TestStalledErrorBodyDoesNotHoldTheClassifier(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go pw.Write([]byte(`{"documentation_url":`))
+	h := http.Header{"Content-Type": {"application/json"}}
+	resp := &http.Response{StatusCode: 403, Header: h, Body: pr}
+	req, _ := http.NewRequest("GET", "https://api.github.com/repos/x/y", nil)
+	start := time.Now()
+	GitHub().Config.Classifier.Classify(&retrybudget.AttemptResult{Request: req, Response: resp, Now: start})
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("classifying took %v; want about %v at most", took, peekWait)
+	}
+	resp.Body.Close()
+}
