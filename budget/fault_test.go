@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -121,18 +120,7 @@ func TestRedisHang(t *testing.T) {
 			peer := newRedis(faultClient(t, srv.Addr, ctxTimeouts), RedisConfig{BudgetConfig: faultRule, Prefix: cfg.Prefix})
 			deposit(b, faultDest, 10)
 			healthy(t, b, nil)
-			pid := srv.Pid()
-			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
-			resumed := false
-			resume := func() {
-				if !resumed {
-					resumed = true
-					_ = syscall.Kill(pid, syscall.SIGCONT)
-				}
-			}
-			t.Cleanup(resume)
+			resume := srv.Freeze(t)
 			checkOutage(t, b, nil, func(n int) { deposit(b, faultDest, n) }, FailClosed)
 			resume()
 			waitShared(t, b, peer)

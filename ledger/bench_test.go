@@ -1,35 +1,15 @@
 package ledger
 
 import (
-	"context"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
-// roundTrips counts commands and pipelines sent to Redis: each is one
-// network round trip. A NOSCRIPT fallback counts twice, as it costs.
-type roundTrips struct{ n atomic.Int64 }
-
-func (c *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmds)
-	}
-}
+// roundTrips counts the round trips a client makes.
+type roundTrips = redistest.RoundTrips
 
 // BenchmarkReserveComplete measures the cost of one action's bookkeeping:
 // Reserve a new action, then Complete it with a small response. Memory and
@@ -50,14 +30,14 @@ func BenchmarkReserveComplete(b *testing.B) {
 			}
 		}
 		action(-1) // load the scripts before counting
-		start := rt.n.Load()
+		start := rt.N.Load()
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
 			action(i)
 			i++
 		}
-		b.ReportMetric(float64(rt.n.Load()-start)/float64(i), "roundtrips/op")
+		b.ReportMetric(float64(rt.N.Load()-start)/float64(i), "roundtrips/op")
 	}
 	b.Run("memory", func(b *testing.B) {
 		run(b, NewMemory(MemoryConfig{}), &roundTrips{})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -98,18 +97,7 @@ func TestRedisHang(t *testing.T) {
 			}
 			r := Request{Boundary: "b"}
 			waitRecovered(t, l, r) // connected, script loaded
-			pid := srv.Pid()
-			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
-			resumed := false
-			resume := func() {
-				if !resumed {
-					resumed = true
-					_ = syscall.Kill(pid, syscall.SIGCONT)
-				}
-			}
-			t.Cleanup(resume)
+			resume := srv.Freeze(t)
 			checkOutage(t, l, r, FailClosed)
 			resume()
 			waitRecovered(t, l, r)

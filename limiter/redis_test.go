@@ -60,24 +60,8 @@ func newTestRedis(t *testing.T, rdb redis.UniversalClient, prefix string, cfg Re
 	return l
 }
 
-// roundTrips counts commands sent by a client: a go-redis hook.
-type roundTrips struct{ n atomic.Int64 }
-
-func (c *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmds)
-	}
-}
+// roundTrips counts the round trips a client makes.
+type roundTrips = redistest.RoundTrips
 
 func allow(t *testing.T, l Limiter, r Request) Decision {
 	t.Helper()
@@ -325,13 +309,13 @@ func testRedisLease(t *testing.T, tg target) {
 	l := newTestRedis(t, rdb, prefix, RedisConfig{Limits: []Limit{PerSecond(100_000).WithBurst(1000)}, Lease: 10, LeaseTTL: time.Minute})
 	r := Request{Boundary: "hot"}
 	allow(t, l, r) // loads the script
-	rt.n.Store(0)
+	rt.N.Store(0)
 	for i := 0; i < 100; i++ {
 		if d := allow(t, l, r); !d.Allowed {
 			t.Fatalf("request %d refused: %+v", i, d)
 		}
 	}
-	if n := rt.n.Load(); n > 10 {
+	if n := rt.N.Load(); n > 10 {
 		t.Fatalf("%d round trips for 100 decisions with Lease 10, want at most 10", n)
 	}
 
@@ -355,14 +339,14 @@ func testRedisLease(t *testing.T, tg target) {
 	// back to Redis.
 	l3 := newTestRedis(t, rdb, prefix, RedisConfig{Limits: []Limit{PerSecond(1000).WithBurst(100)}, Lease: 10, LeaseTTL: 20 * time.Millisecond})
 	allow(t, l3, Request{Boundary: "ttl"})
-	rt.n.Store(0)
+	rt.N.Store(0)
 	allow(t, l3, Request{Boundary: "ttl"})
-	if n := rt.n.Load(); n != 0 {
+	if n := rt.N.Load(); n != 0 {
 		t.Fatalf("%d round trips within the lease TTL, want 0", n)
 	}
 	time.Sleep(30 * time.Millisecond)
 	allow(t, l3, Request{Boundary: "ttl"})
-	if n := rt.n.Load(); n != 1 {
+	if n := rt.N.Load(); n != 1 {
 		t.Fatalf("%d round trips after the lease expired, want 1", n)
 	}
 

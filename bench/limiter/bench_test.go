@@ -15,24 +15,8 @@ import (
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
-// roundTrips counts commands sent by a client: a go-redis hook.
-type roundTrips struct{ n atomic.Int64 }
-
-func (c *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmds)
-	}
-}
+// roundTrips counts the round trips a client makes.
+type roundTrips = redistest.RoundTrips
 
 // hotRate is high enough that every decision is allowed: the benchmark
 // measures the cost of deciding, on one hot key.
@@ -121,7 +105,7 @@ func runConcurrent(b *testing.B, c int, rt *roundTrips, op func(context.Context)
 	ctx := context.Background()
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	rt.n.Store(0)
+	rt.N.Store(0)
 	b.ResetTimer()
 	start := time.Now()
 	for range c {
@@ -138,5 +122,5 @@ func runConcurrent(b *testing.B, c int, rt *roundTrips, op func(context.Context)
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "decisions/s")
-	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/op")
+	b.ReportMetric(float64(rt.N.Load())/float64(b.N), "roundtrips/op")
 }

@@ -123,7 +123,7 @@ func timed(t *testing.T, c int, d time.Duration, rt *roundTrips, op func(context
 	var ops atomic.Int64
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	rt.n.Store(0)
+	rt.N.Store(0)
 	start := time.Now()
 	for range c {
 		wg.Go(func() {
@@ -140,7 +140,7 @@ func timed(t *testing.T, c int, d time.Duration, rt *roundTrips, op func(context
 	stop.Store(true)
 	wg.Wait()
 	n := float64(ops.Load())
-	return n / time.Since(start).Seconds(), float64(rt.n.Load()) / n
+	return n / time.Since(start).Seconds(), float64(rt.N.Load()) / n
 }
 
 func median(xs []float64) float64 {

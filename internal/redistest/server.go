@@ -230,3 +230,20 @@ func (s *Server) Pid() int {
 	defer s.mu.Unlock()
 	return s.proc.cmd.Process.Pid
 }
+
+// Freeze stops the server with SIGSTOP: its connections stay open but
+// nothing is answered, as with a hung or partitioned Redis, so only
+// timeouts bound a client's wait. It returns thaw, which resumes it
+// (SIGCONT); thaw is also registered with t.Cleanup, and a second call
+// does nothing.
+func (s *Server) Freeze(t testing.TB) (thaw func()) {
+	t.Helper()
+	pid := s.Pid()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("redistest: freeze: %v", err)
+	}
+	var once sync.Once
+	thaw = func() { once.Do(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) }
+	t.Cleanup(thaw)
+	return thaw
+}
