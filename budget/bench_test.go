@@ -2,13 +2,12 @@ package budget
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/internal/benchtest"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
@@ -92,28 +91,11 @@ func BenchmarkDeposit(b *testing.B) {
 // Transport with each budget: the first attempt deposits and nothing is
 // withdrawn, so the Redis budget should cost about what the local one does.
 func BenchmarkSuccessPath(b *testing.B) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
-	base := &http.Transport{MaxIdleConnsPerHost: 64}
-	defer base.CloseIdleConnections()
-	run := func(b *testing.B, rt http.RoundTripper) {
-		req, _ := http.NewRequest("GET", srv.URL, nil)
-		b.ReportAllocs()
-		for b.Loop() {
-			resp, err := rt.RoundTrip(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-	}
-	b.Run("bare", func(b *testing.B) { run(b, base) })
+	var transports []benchtest.Transport
 	for _, bb := range benchBudgets(b) {
-		b.Run(bb.name, func(b *testing.B) {
-			run(b, retrybudget.New(retrybudget.Config{Base: base, Budget: bb.new(b)}))
-		})
+		transports = append(transports, benchtest.Transport{Name: bb.name, New: func(b *testing.B, base http.RoundTripper) http.RoundTripper {
+			return retrybudget.New(retrybudget.Config{Base: base, Budget: bb.new(b)})
+		}})
 	}
+	benchtest.SuccessPath(b, transports...)
 }
