@@ -54,17 +54,15 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	}
 	c := &call{t: t, req: req, header: req.Header, dest: t.cfg.Destination(req)}
 	c.out.Key = key
-	if src == keyAction || src == keyGenerated {
-		c.header = req.Header.Clone()
-		if c.header == nil {
-			c.header = make(http.Header, 1)
-		}
-		c.header.Set(t.cfg.KeyHeader, key)
-		c.headerCopied = true
-	}
 	if c.header == nil {
 		// net/http refuses a nil header for good; an empty one is meant.
 		c.header, c.headerCopied = http.Header{}, true
+	}
+	if src == keyAction || src == keyGenerated {
+		if !c.headerCopied {
+			c.header, c.headerCopied = c.header.Clone(), true
+		}
+		c.header.Set(t.cfg.KeyHeader, key)
 	}
 	// A hop of a redirect that http.Client follows (req.Response is set)
 	// is not a new action: the first hop holds the ledger record.
@@ -74,9 +72,10 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	if t.cfg.Limiter != nil {
 		c.boundary, c.owner = t.cfg.Boundary(req), ownerOf(req.Context())
 	}
-	c.repeatable = isIdempotent(req.Method) || src == keyCaller || src == keyAction ||
+	idempotent := isIdempotent(req.Method)
+	c.repeatable = idempotent || src == keyCaller || src == keyAction ||
 		(src == keyGenerated && t.cfg.KeysHonoured)
-	c.traced = !isIdempotent(req.Method)
+	c.traced = !idempotent
 	if c.body, err = prepareBody(req, t.cfg.MaxBodyBuffer); err != nil {
 		return nil, err
 	}
