@@ -3,8 +3,6 @@ package budget
 import (
 	"log/slog"
 	"time"
-
-	"github.com/retrybudget/retrybudget"
 )
 
 // Defaults of a RedisConfig's zero fields.
@@ -18,10 +16,10 @@ const (
 // rule (10% of first attempts, or 10 retries per second, over 10s) shared
 // under [DefaultPrefix], with a 50ms timeout, failing open.
 type RedisConfig struct {
-	// BudgetConfig is the rule, the same as a LocalBudget's, counted for
-	// every process that shares the Redis and the Prefix. Its zero fields
-	// mean the same defaults: 10%, 10 retries per second, a 10s window.
-	retrybudget.BudgetConfig
+	// Config is the rule, the same as a Local's, counted for every process
+	// that shares the Redis and the Prefix. Its zero fields mean the same
+	// defaults: 10%, 10 retries per second, a 10s window.
+	Config
 
 	// Prefix starts every key. Processes share a destination's budget
 	// when they use the same Redis, Prefix and rule. Empty means

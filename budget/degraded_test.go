@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/retrybudget/retrybudget"
 )
 
 var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
@@ -33,11 +32,11 @@ func TestNilClientFollowsPolicy(t *testing.T) {
 				b.Deposit(ctx, "api")
 			}
 			allowed := 0
-			var last retrybudget.BudgetDecision
+			var last Decision
 			for range 50 {
 				last = b.Withdraw(ctx, "api")
-				if !last.Degraded {
-					t.Fatalf("decision %+v without a client; want Degraded", last)
+				if !last.Fallback {
+					t.Fatalf("decision %+v without a client; want Fallback", last)
 				}
 				if last.Allowed {
 					allowed++
@@ -58,7 +57,7 @@ func TestTypedNilClient(t *testing.T) {
 	for _, rdb := range []redis.UniversalClient{c, cc} {
 		b := NewRedis(rdb, RedisConfig{OnUnavailable: FailClosed})
 		b.Deposit(context.Background(), "api")
-		if d := b.Withdraw(context.Background(), "api"); d.Allowed || !d.Degraded {
+		if d := b.Withdraw(context.Background(), "api"); d.Allowed || !d.Fallback {
 			t.Fatalf("%T(nil): %+v; want a degraded refusal", rdb, d)
 		}
 	}

@@ -48,22 +48,22 @@ func ExamplePolicy() {
 	ctx := context.Background()
 	for _, policy := range []budget.Policy{budget.FailOpen, budget.FailClosed} {
 		b := budget.NewRedis(nil, budget.RedisConfig{
-			BudgetConfig:  retrybudget.BudgetConfig{MinRetriesPerSec: -1}, // no floor
+			Config:        budget.Config{MinRetriesPerSec: -1}, // no floor
 			OnUnavailable: policy,
 		})
 		for range 100 {
 			b.Deposit(ctx, "api.example.com")
 		}
 		allowed := 0
-		var d retrybudget.BudgetDecision
+		var d budget.Decision
 		for range 20 {
 			if d = b.Withdraw(ctx, "api.example.com"); d.Allowed {
 				allowed++
 			}
 		}
-		fmt.Printf("%s: %d of 20 retries allowed, degraded=%v\n", policy, allowed, d.Degraded)
+		fmt.Printf("%s: %d of 20 retries allowed, fallback=%v\n", policy, allowed, d.Fallback)
 	}
 	// Output:
-	// fail-open: 10 of 20 retries allowed, degraded=true
-	// fail-closed: 0 of 20 retries allowed, degraded=true
+	// fail-open: 10 of 20 retries allowed, fallback=true
+	// fail-closed: 0 of 20 retries allowed, fallback=true
 }

@@ -6,10 +6,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/retrybudget/retrybudget"
 )
 
-// Redis is a [retrybudget.Budget] counted in Redis, shared by every
+// Redis is a [Budget] counted in Redis, shared by every
 // process that uses the same Redis, Prefix and rule: a fleet calling one
 // provider gets one budget for it, so the floor of retries per second and
 // the percentage hold for the fleet rather than for each process. It works
@@ -38,7 +37,7 @@ import (
 // than credited late.
 //
 // When Redis does not answer within Timeout (or a cluster node is
-// unreachable), the decision follows OnUnavailable with Degraded set, the
+// unreachable), the decision follows OnUnavailable with Fallback set, the
 // outage is logged once, and Redis is probed again every ProbeInterval
 // until it answers, which is logged once too. Withdraw and Deposit never
 // panic and never block longer than about Timeout, even with a client
@@ -71,7 +70,7 @@ type Redis struct {
 
 	// local is the FailOpen fallback, fed with every deposit; nil when
 	// failing closed.
-	local  *retrybudget.LocalBudget
+	local  *Local
 	health *redishealth.Tracker
 
 	// now is the clock seam for the process-side decisions (flushing,
@@ -86,7 +85,7 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) *Redis {
 	if nilClient(rdb) {
 		rdb = nil
 	}
-	r := cfg.BudgetConfig.Rule()
+	r := cfg.Config.Rule()
 	prefix := cfg.Prefix
 	if prefix == "" {
 		prefix = DefaultPrefix
@@ -118,19 +117,19 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) *Redis {
 	if policy == FailOpen {
 		// The caller's config, not r: LocalBudget reads a zero field as
 		// its default, where r's zeros mean none.
-		b.local = retrybudget.NewLocalBudget(cfg.BudgetConfig)
+		b.local = NewLocal(cfg.Config)
 	}
 	return b
 }
 
-// Deposit implements [retrybudget.Budget]. It counts the first attempt in
+// Deposit implements [Budget]. It counts the first attempt in
 // this process and, at most once per FlushInterval per destination, sends
 // the deposits counted so far; only that call waits for Redis, at most
 // Timeout.
 func (b *Redis) Deposit(ctx context.Context, dest string) {
 	now := b.now()
 	if b.local != nil {
-		b.local.DepositAt(dest, now)
+		b.local.depositAt(dest, now)
 	}
 	if b.rdb == nil {
 		return
@@ -165,11 +164,11 @@ func (b *Redis) Deposit(ctx context.Context, dest string) {
 	}
 }
 
-// Withdraw implements [retrybudget.Budget]. It sends this process's pending
+// Withdraw implements [Budget]. It sends this process's pending
 // deposits to dest and decides the retry in one round trip, waiting at
 // most Timeout; when Redis is unavailable the decision follows
-// OnUnavailable and is Degraded.
-func (b *Redis) Withdraw(ctx context.Context, dest string) retrybudget.BudgetDecision {
+// OnUnavailable and is marked Fallback.
+func (b *Redis) Withdraw(ctx context.Context, dest string) Decision {
 	now := b.now()
 	if b.rdb == nil {
 		return b.degraded(dest, now)
@@ -191,7 +190,7 @@ func (b *Redis) Withdraw(ctx context.Context, dest string) retrybudget.BudgetDec
 	if !ok {
 		return b.degraded(dest, now)
 	}
-	return retrybudget.BudgetDecision{Allowed: r.allowed, Deposits: r.deposits, Retries: r.retries}
+	return Decision{Allowed: r.allowed, Deposits: r.deposits, Retries: r.retries}
 }
 
 // send runs one round trip bounded by the timeout and records its success
@@ -212,12 +211,12 @@ func (b *Redis) send(ctx context.Context, key string, credit int64, withdraw boo
 }
 
 // degraded is the decision of OnUnavailable for a retry to dest at now.
-func (b *Redis) degraded(dest string, now time.Time) retrybudget.BudgetDecision {
+func (b *Redis) degraded(dest string, now time.Time) Decision {
 	if b.local == nil {
-		return retrybudget.BudgetDecision{Degraded: true}
+		return Decision{Fallback: true}
 	}
-	d := b.local.WithdrawAt(dest, now)
-	d.Degraded = true
+	d := b.local.withdrawAt(dest, now)
+	d.Fallback = true
 	return d
 }
 

@@ -2,11 +2,11 @@ package budget
 
 // Policy says what a [Redis] budget decides when Redis does not answer
 // within RedisConfig.Timeout. Either way the decision carries
-// Degraded: true, so an Observer can count them.
+// Fallback: true, so an Observer can count them.
 type Policy int
 
 const (
-	// FailOpen decides from a [retrybudget.LocalBudget] with the same rule,
+	// FailOpen decides from a [Local] with the same rule,
 	// fed with this process's deposits all along, so retries continue at
 	// the rate one process alone would allow. It is the zero value: the
 	// local rule still bounds amplification, only the floor is no longer
