@@ -31,17 +31,27 @@ func benchClient(b *testing.B, ctxTimeouts bool) *redis.Client {
 	return rdb
 }
 
+// mustRedis is budget.NewRedis, failing b on an error.
+func mustRedis(b testing.TB, rdb redis.UniversalClient, cfg budget.RedisConfig) *budget.Redis {
+	b.Helper()
+	r, err := budget.NewRedis(rdb, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
 // benchBudgets are the budgets compared: the process-local one, the Redis
 // one with a client that honours deadlines (recommended) and with a
 // default client (each round trip then waits in a goroutine), and a Redis
-// budget while Redis is down (no client: the fail-open fallback).
+// budget while Redis is down (nothing listens: the fail-open fallback).
 func benchBudgets(b *testing.B) []struct {
 	name string
 	new  func(b *testing.B) budget.Budget
 } {
 	redisBudget := func(ctxTimeouts bool) func(b *testing.B) budget.Budget {
 		return func(b *testing.B) budget.Budget {
-			return budget.NewRedis(benchClient(b, ctxTimeouts), budget.RedisConfig{Prefix: redistest.Prefix(b), Timeout: 5 * time.Second})
+			return mustRedis(b, benchClient(b, ctxTimeouts), budget.RedisConfig{Prefix: redistest.Prefix(b), Timeout: 5 * time.Second})
 		}
 	}
 	return []struct {
@@ -51,7 +61,11 @@ func benchBudgets(b *testing.B) []struct {
 		{"local", func(*testing.B) budget.Budget { return budget.NewLocal(budget.Config{}) }},
 		{"redis", redisBudget(true)},
 		{"redis-detached", redisBudget(false)},
-		{"redis-down", func(*testing.B) budget.Budget { return budget.NewRedis(nil, budget.RedisConfig{}) }},
+		{"redis-down", func(b *testing.B) budget.Budget {
+			rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+			b.Cleanup(func() { _ = rdb.Close() })
+			return mustRedis(b, rdb, budget.RedisConfig{})
+		}},
 	}
 }
 

@@ -18,7 +18,7 @@ func TestRedisCluster(t *testing.T) {
 	ctx := context.Background()
 	prefix := redistest.Prefix(t)
 	cfg := RedisConfig{Config: Config{Percent: 0.5, MinRetriesPerSec: -1}, Prefix: prefix}
-	a, b := newRedis(cc, cfg), newRedis(cc, cfg)
+	a, b := newRedis(t, cc, cfg), newRedis(t, cc, cfg)
 
 	const dests = 30
 	for i := range dests {

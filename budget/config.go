@@ -23,9 +23,8 @@ type RedisConfig struct {
 
 	// Prefix starts every key. Processes share a destination's budget
 	// when they use the same Redis, Prefix and rule. Empty means
-	// [DefaultPrefix]. A "{...}" in Prefix becomes the cluster hash tag of
-	// every key, putting all destinations on one slot: still correct, since
-	// each decision touches one key, but no longer spread over a cluster.
+	// [DefaultPrefix]. It must not contain '{' or '}', which would move
+	// the cluster hash tag.
 	Prefix string
 
 	// Timeout bounds one round trip to Redis (a Withdraw, or a Deposit
@@ -36,7 +35,7 @@ type RedisConfig struct {
 	// OnUnavailable says what Withdraw decides when Redis does not answer
 	// in time, or is skipped while it is known to be down. Zero, and any
 	// value other than [FailClosed], means [FailOpen].
-	OnUnavailable Policy
+	OnUnavailable FailMode
 
 	// ProbeInterval is how long Redis is left alone after a failure:
 	// decisions in between go straight to the OnUnavailable policy, and

@@ -58,7 +58,7 @@ func TestRedisFault(t *testing.T) {
 		{"stop", (*redistest.Server).Stop}, // a shutdown: connections closed
 	}
 	for _, down := range downs {
-		for _, policy := range []Policy{FailOpen, FailClosed} {
+		for _, policy := range []FailMode{FailOpen, FailClosed} {
 			for _, ctxTimeouts := range []bool{false, true} {
 				name := fmt.Sprintf("%s/%s/ContextTimeoutEnabled=%v", down.name, policy, ctxTimeouts)
 				t.Run(name, func(t *testing.T) { testRedisFault(t, down.down, policy, ctxTimeouts) })
@@ -67,7 +67,7 @@ func TestRedisFault(t *testing.T) {
 	}
 }
 
-func testRedisFault(t *testing.T, down func(*redistest.Server), policy Policy, ctxTimeouts bool) {
+func testRedisFault(t *testing.T, down func(*redistest.Server), policy FailMode, ctxTimeouts bool) {
 	srv := redistest.Start(t)
 	logs := &recordingHandler{}
 	cfg := RedisConfig{
@@ -78,8 +78,8 @@ func testRedisFault(t *testing.T, down func(*redistest.Server), policy Policy, c
 		ProbeInterval: faultProbe,
 		Logger:        slog.New(logs),
 	}
-	b := NewRedis(faultClient(t, srv.Addr, ctxTimeouts), cfg)
-	peer := newRedis(faultClient(t, srv.Addr, ctxTimeouts), RedisConfig{Config: faultRule, Prefix: cfg.Prefix})
+	b := mustRedis(t, faultClient(t, srv.Addr, ctxTimeouts), cfg)
+	peer := newRedis(t, faultClient(t, srv.Addr, ctxTimeouts), RedisConfig{Config: faultRule, Prefix: cfg.Prefix})
 	if b.detached == ctxTimeouts {
 		t.Fatalf("detached = %v with ContextTimeoutEnabled = %v", b.detached, ctxTimeouts)
 	}
@@ -115,8 +115,8 @@ func TestRedisHang(t *testing.T) {
 				OnUnavailable: FailClosed,
 				ProbeInterval: faultProbe,
 			}
-			b := NewRedis(faultClient(t, srv.Addr, ctxTimeouts), cfg)
-			peer := newRedis(faultClient(t, srv.Addr, ctxTimeouts), RedisConfig{Config: faultRule, Prefix: cfg.Prefix})
+			b := mustRedis(t, faultClient(t, srv.Addr, ctxTimeouts), cfg)
+			peer := newRedis(t, faultClient(t, srv.Addr, ctxTimeouts), RedisConfig{Config: faultRule, Prefix: cfg.Prefix})
 			deposit(b, faultDest, 10)
 			healthy(t, b, nil)
 			resume := srv.Freeze(t)
@@ -156,7 +156,7 @@ func healthy(t *testing.T, b *Redis, ref *Local) {
 // against the policy and the timeout: failing open, each must equal the
 // reference LocalBudget's (fed the same deposits) and be Degraded; failing
 // closed, each must be refused and Degraded.
-func checkOutage(t *testing.T, b *Redis, ref *Local, depositBoth func(int), policy Policy) {
+func checkOutage(t *testing.T, b *Redis, ref *Local, depositBoth func(int), policy FailMode) {
 	t.Helper()
 	stalls := startStallMeter()
 	defer stalls.close()

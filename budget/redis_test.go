@@ -20,12 +20,23 @@ import (
 // 50ms default, and a degraded decision would fail them for nothing.
 const testTimeout = 5 * time.Second
 
-// newRedis is NewRedis with testTimeout unless cfg sets a Timeout.
-func newRedis(rdb redis.UniversalClient, cfg RedisConfig) *Redis {
+// newRedis is mustRedis with testTimeout unless cfg sets a Timeout.
+func newRedis(t testing.TB, rdb redis.UniversalClient, cfg RedisConfig) *Redis {
+	t.Helper()
 	if cfg.Timeout == 0 {
 		cfg.Timeout = testTimeout
 	}
-	return NewRedis(rdb, cfg)
+	return mustRedis(t, rdb, cfg)
+}
+
+// mustRedis is NewRedis, failing t on an error.
+func mustRedis(t testing.TB, rdb redis.UniversalClient, cfg RedisConfig) *Redis {
+	t.Helper()
+	b, err := NewRedis(rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // withdrawN withdraws n times and returns how many were allowed and the
@@ -92,7 +103,7 @@ func TestRedisMatchesLocalRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			shared := newRedis(rdb, RedisConfig{Config: tt.rule, Prefix: redistest.Prefix(t)})
+			shared := newRedis(t, rdb, RedisConfig{Config: tt.rule, Prefix: redistest.Prefix(t)})
 			local := NewLocal(tt.rule)
 			start := time.Now()
 			for i, op := range strings.Fields(tt.ops) {
@@ -123,7 +134,7 @@ func TestRedisMatchesLocalRule(t *testing.T) {
 // The default rule: 10% of first attempts plus the floor's one second of
 // 10 tokens, refilled at 10 per second.
 func TestRedisPercentPlusFloor(t *testing.T) {
-	b := newRedis(redistest.Client(t), RedisConfig{Prefix: redistest.Prefix(t)})
+	b := newRedis(t, redistest.Client(t), RedisConfig{Prefix: redistest.Prefix(t)})
 	deposit(b, "api", 100) // pending: sent with the first withdrawal
 	start := time.Now()
 	got, _ := withdrawN(t, b, "api", 50)
@@ -142,7 +153,7 @@ func TestRedisPercentPlusFloor(t *testing.T) {
 
 // The floor refills at MinRetriesPerSec and holds one second's worth.
 func TestRedisFloorRefills(t *testing.T) {
-	b := newRedis(redistest.Client(t), RedisConfig{
+	b := newRedis(t, redistest.Client(t), RedisConfig{
 		Config: Config{Percent: -1, MinRetriesPerSec: 10},
 		Prefix: redistest.Prefix(t),
 	})
@@ -189,7 +200,7 @@ func TestRedisWindowExpires(t *testing.T) {
 
 	t.Run("slides", func(t *testing.T) {
 		cfg.Prefix = redistest.Prefix(t)
-		b := newRedis(rdb, cfg)
+		b := newRedis(t, rdb, cfg)
 		deposit(b, "api", 10)
 		start := time.Now()
 		if got, d := withdrawN(t, b, "api", 6); got != 5 || d.Deposits != 10 || d.Retries != 5 {
@@ -220,7 +231,7 @@ func TestRedisWindowExpires(t *testing.T) {
 
 	t.Run("key expires", func(t *testing.T) {
 		cfg.Prefix = redistest.Prefix(t)
-		b := newRedis(rdb, cfg)
+		b := newRedis(t, rdb, cfg)
 		deposit(b, "api", 10)
 		withdrawN(t, b, "api", 1)
 		keys := scanKeys(t, rdb, cfg.Prefix)
@@ -243,7 +254,7 @@ func TestRedisWindowExpires(t *testing.T) {
 	t.Run("hash stays small", func(t *testing.T) {
 		cfg.Prefix = redistest.Prefix(t)
 		cfg.Config.MinRetriesPerSec = 100
-		b := newRedis(rdb, cfg)
+		b := newRedis(t, rdb, cfg)
 		end := time.Now().Add(1500 * time.Millisecond)
 		for time.Now().Before(end) {
 			deposit(b, "api", 3)
@@ -276,7 +287,7 @@ func TestRedisWindowExpires(t *testing.T) {
 func TestRedisPerDestination(t *testing.T) {
 	rdb := redistest.Client(t)
 	prefix := redistest.Prefix(t)
-	b := newRedis(rdb, RedisConfig{Config: Config{MinRetriesPerSec: -1}, Prefix: prefix})
+	b := newRedis(t, rdb, RedisConfig{Config: Config{MinRetriesPerSec: -1}, Prefix: prefix})
 	const secret = "api.example.com#sk_live_s3cret{tag}"
 	deposit(b, secret, 10)
 	if got, _ := withdrawN(t, b, secret, 1); got != 1 {
@@ -300,7 +311,7 @@ func TestRedisPerDestination(t *testing.T) {
 func TestRedisSharedAcrossProcesses(t *testing.T) {
 	rdb := redistest.Client(t)
 	cfg := RedisConfig{Config: Config{MinRetriesPerSec: -1}, Prefix: redistest.Prefix(t)}
-	a, b := newRedis(rdb, cfg), newRedis(rdb, cfg)
+	a, b := newRedis(t, rdb, cfg), newRedis(t, rdb, cfg)
 	deposit(a, "api", 100)
 	withdrawN(t, a, "api", 4) // sends a's deposits
 	got, d := withdrawN(t, b, "api", 10)
@@ -309,7 +320,7 @@ func TestRedisSharedAcrossProcesses(t *testing.T) {
 	}
 
 	cfg = RedisConfig{Config: Config{Percent: -1, MinRetriesPerSec: 10}, Prefix: redistest.Prefix(t)}
-	a, b = newRedis(rdb, cfg), newRedis(rdb, cfg)
+	a, b = newRedis(t, rdb, cfg), newRedis(t, rdb, cfg)
 	start := time.Now()
 	ga, _ := withdrawN(t, a, "api", 5)
 	gb, _ := withdrawN(t, b, "api", 20)
@@ -329,7 +340,7 @@ func TestRedisDepositBatching(t *testing.T) {
 		Prefix:        redistest.Prefix(t),
 		FlushInterval: time.Second,
 	}
-	a, b := newRedis(rdb, cfg), newRedis(rdb, cfg)
+	a, b := newRedis(t, rdb, cfg), newRedis(t, rdb, cfg)
 	now := t0
 	a.now = func() time.Time { return now }
 	deposits := func() int64 {
@@ -370,7 +381,7 @@ func TestRedisDepositBatching(t *testing.T) {
 // Racing deposits lose and duplicate none: each is sent exactly once.
 func TestRedisConcurrentDeposits(t *testing.T) {
 	rdb := redistest.Client(t)
-	b := newRedis(rdb, RedisConfig{Prefix: redistest.Prefix(t), FlushInterval: -1})
+	b := newRedis(t, rdb, RedisConfig{Prefix: redistest.Prefix(t), FlushInterval: -1})
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() { deposit(b, "api", 20) })
@@ -388,7 +399,7 @@ func TestRedisConcurrentWithdrawalsNeverOvershoot(t *testing.T) {
 	cfg := RedisConfig{Config: Config{MinRetriesPerSec: -1}, Prefix: redistest.Prefix(t)}
 	var fleet [5]*Redis
 	for i := range fleet {
-		fleet[i] = newRedis(rdb, cfg)
+		fleet[i] = newRedis(t, rdb, cfg)
 	}
 	deposit(fleet[0], "api", 1000)
 	first, _ := withdrawN(t, fleet[0], "api", 1) // sends the deposits
@@ -415,7 +426,7 @@ func TestRedisConcurrentWithdrawalsNeverOvershoot(t *testing.T) {
 func TestRedisScriptCacheFlushed(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	b := newRedis(rdb, RedisConfig{Config: Config{MinRetriesPerSec: -1}, Prefix: redistest.Prefix(t)})
+	b := newRedis(t, rdb, RedisConfig{Config: Config{MinRetriesPerSec: -1}, Prefix: redistest.Prefix(t)})
 	deposit(b, "api", 20)
 	if got, _ := withdrawN(t, b, "api", 1); got != 1 {
 		t.Fatal("first decision on a fresh server refused")
@@ -433,7 +444,7 @@ func TestRedisScriptCacheFlushed(t *testing.T) {
 // retries when they came. Deposit already dropped such deposits.
 func TestRedisWithdrawDropsStaleDeposits(t *testing.T) {
 	rdb := redistest.Client(t)
-	b := newRedis(rdb, RedisConfig{
+	b := newRedis(t, rdb, RedisConfig{
 		Config:        Config{Percent: 1, MinRetriesPerSec: -1, Window: 10 * time.Second},
 		Prefix:        redistest.Prefix(t),
 		FlushInterval: time.Second,
@@ -453,8 +464,8 @@ func TestRedisWithdrawDropsStaleDeposits(t *testing.T) {
 func TestRedisDifferentWindowsCountApart(t *testing.T) {
 	rdb := redistest.Client(t)
 	prefix := redistest.Prefix(t)
-	narrow := newRedis(rdb, RedisConfig{Config: Config{Percent: 1, MinRetriesPerSec: -1, Window: time.Second}, Prefix: prefix, FlushInterval: -1})
-	wide := newRedis(rdb, RedisConfig{Config: Config{Percent: 1, MinRetriesPerSec: -1, Window: 2 * time.Second}, Prefix: prefix, FlushInterval: -1})
+	narrow := newRedis(t, rdb, RedisConfig{Config: Config{Percent: 1, MinRetriesPerSec: -1, Window: time.Second}, Prefix: prefix, FlushInterval: -1})
+	wide := newRedis(t, rdb, RedisConfig{Config: Config{Percent: 1, MinRetriesPerSec: -1, Window: 2 * time.Second}, Prefix: prefix, FlushInterval: -1})
 	deposit(narrow, "api", 5)
 	if _, d := withdrawN(t, wide, "api", 1); d.Deposits != 0 {
 		t.Fatalf("a 2s-window budget sees %d deposits of a 1s-window one; want 0", d.Deposits)

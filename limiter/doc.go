@@ -74,7 +74,7 @@
 //
 // Every round trip is bounded by RedisConfig.Timeout (50ms by default),
 // even with a client that ignores context deadlines. When Redis fails, the
-// limiter follows its [Policy]: [FailOpen] decides from a process-local
+// limiter follows its [FailMode]: [FailOpen] decides from a process-local
 // fallback holding FallbackShare of every limit, [FailClosed] returns an
 // [*UnavailableError] matching [ErrUnavailable]. It logs the outage once
 // (through an optional *slog.Logger; nil is silent), probes Redis once per

@@ -3,11 +3,12 @@ package limiter
 import (
 	"context"
 	"fmt"
-	"github.com/retrybudget/retrybudget/internal/redishealth"
 	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/retrybudget/retrybudget/internal/redisstore"
 )
 
 // RedisConfig configures a [Redis] limiter. The zero value is a fleet-wide
@@ -42,7 +43,7 @@ type RedisConfig struct {
 
 	// OnUnavailable says what happens when Redis does not answer in time.
 	// Zero means [FailOpen].
-	OnUnavailable Policy
+	OnUnavailable FailMode
 
 	// FallbackShare is the fraction of every limit that one process may
 	// use on its own while Redis is unavailable and the policy is
@@ -129,7 +130,7 @@ type Redis struct {
 	timeout         time.Duration
 	cooldownTimeout time.Duration
 	maxCooldown     time.Duration
-	policy          Policy
+	policy          FailMode
 	lease           int
 	// detached runs calls in a goroutine because the client would let a
 	// stalled socket outlive the context deadline.
@@ -138,7 +139,7 @@ type Redis struct {
 	pauses   pauses
 	fallback *Local  // the FailOpen fallback; nil with FailClosed
 	leases   *leases // nil without leasing
-	health   *redishealth.Tracker
+	health   *redisstore.Tracker
 
 	// now is the clock seam: time.Now except in tests.
 	now func() time.Time
@@ -148,8 +149,8 @@ type Redis struct {
 // wrapping [ErrInvalidConfig] when the configuration cannot work. It does
 // not contact Redis.
 func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
-	if rdb == nil {
-		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidConfig)
+	if err := redisstore.CheckClient(rdb); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	ks, err := newKeyspace(cfg.Prefix)
 	if err != nil {
@@ -180,8 +181,8 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		maxCooldown:     cmp0(cfg.MaxCooldown, defaultMaxCooldown),
 		policy:          cfg.OnUnavailable,
 		lease:           cfg.Lease,
-		detached:        !honoursContext(rdb),
-		health: redishealth.New("limiter", cfg.OnUnavailable.String(),
+		detached:        !redisstore.HonoursContext(rdb),
+		health: redisstore.NewTracker("limiter", cfg.OnUnavailable.String(),
 			cmp0(cfg.ProbeInterval, defaultProbeInterval), cfg.Logger),
 		now: time.Now,
 	}
@@ -358,40 +359,7 @@ func (l *Redis) Cooldown(ctx context.Context, boundary string, until time.Time) 
 
 // run runs script, giving up after timeout.
 func (l *Redis) run(ctx context.Context, timeout time.Duration, s *redis.Script, keys []string, args []any) (any, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if !l.detached {
+	return redisstore.RoundTrip(ctx, timeout, l.detached, func(ctx context.Context) (any, error) {
 		return s.Run(ctx, l.rdb, keys, args...).Result()
-	}
-	// The client ignores the deadline once a command is on the wire, so a
-	// stalled server would hold this call for the client's ReadTimeout.
-	// Wait in a goroutine instead; it ends when the client gives up, and
-	// its result is dropped.
-	type result struct {
-		v   any
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := s.Run(ctx, l.rdb, keys, args...).Result()
-		done <- result{v, err}
-	}()
-	select {
-	case res := <-done:
-		return res.v, res.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// honoursContext reports whether rdb applies context deadlines to socket
-// reads and writes; go-redis does only with ContextTimeoutEnabled.
-func honoursContext(rdb redis.UniversalClient) bool {
-	switch c := rdb.(type) {
-	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
-	}
-	return false
+	})
 }
