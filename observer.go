@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/limiter"
 )
 
 // Observer receives the Transport's events, for logging and metrics. Each
@@ -117,4 +118,43 @@ type GiveUpEvent struct {
 	Request *http.Request
 	// Outcome is the call's outcome; its Reason says why it ended.
 	Outcome Outcome
+}
+
+// LimitEvent describes a wait imposed by the rate limiter.
+type LimitEvent struct {
+	// Request is the caller's request.
+	Request *http.Request
+	// Boundary is the limiter boundary the request counts against.
+	Boundary string
+	// Decision is the limiter's answer.
+	Decision limiter.Decision
+	// Wait is how long the Transport waits (or would wait) before asking
+	// again.
+	Wait time.Duration
+}
+
+// CooldownEvent describes a pause of a whole limiter boundary.
+type CooldownEvent struct {
+	// Request is the caller's request whose answer caused the pause.
+	Request *http.Request
+	// Boundary is the paused limiter boundary.
+	Boundary string
+	// Until is the end of the pause.
+	Until time.Time
+}
+
+// LedgerEvent describes one action ledger decision or failure.
+type LedgerEvent struct {
+	// Request is the caller's request.
+	Request *http.Request
+	// Action is the action.
+	Action Action
+	// Verdict is the ledger's decision, such as "created", "replayed",
+	// "pending", "conflict", "uncertain", "resend" or "reconcile"; or the
+	// store operation that failed ("complete", "fail", "attempt", "renew").
+	Verdict string
+	// Path is the decision path in words, from ledger.Resolve.
+	Path []string
+	// Err is the store's error, if any.
+	Err error
 }
