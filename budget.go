@@ -1,5 +1,11 @@
 package retrybudget
 
+import (
+	"time"
+
+	"github.com/retrybudget/retrybudget/internal/schedule"
+)
+
 // How a call spends its retry budget and its deadline: after a failed
 // attempt, next decides whether another may follow and when; withdraw then
 // spends one credit of the Budget for it.
@@ -23,10 +29,11 @@ func (c *call) next(cls Classification) (plan waitPlan, planned bool) {
 	case !cls.Class.retryable(c.repeatable):
 		return waitPlan{stop: ErrUncertain}, false
 	}
+	sched := c.t.cfg.schedule()
 	if c.bo == nil {
-		c.bo = newBackOff(&c.t.cfg)
+		c.bo = sched.NewBackOff()
 	}
-	plan = planWait(&c.t.cfg, c.bo.NextBackOff(), c.t.clock.Now(), cls.RetryAt, c.deadline)
+	plan = planWait(sched.Wait(c.bo.NextBackOff(), c.t.clock.Now(), cls.RetryAt, c.deadline))
 	switch {
 	case plan.stop != nil:
 	case c.out.Attempts >= c.t.cfg.MaxAttempts:
@@ -39,6 +46,32 @@ func (c *call) next(cls Classification) (plan waitPlan, planned bool) {
 		plan.stop = ErrPending
 	}
 	return plan, true
+}
+
+// waitPlan is the decision about the wait before the next attempt.
+type waitPlan struct {
+	// delay is how long to wait.
+	delay time.Duration
+	// retryAfter is the wait the provider asked for; 0 when it gave none.
+	retryAfter time.Duration
+	// at is when the next attempt would start.
+	at time.Time
+	// stop is non-nil when the call must end now.
+	stop error
+}
+
+// planWait is the schedule's wait w, with its stop as the call's reason:
+// ErrWaitTooLong for a Retry-After beyond MaxWait, ErrDeadline for a wait
+// that would end at or past the deadline.
+func planWait(w schedule.Wait) waitPlan {
+	p := waitPlan{delay: w.Delay, retryAfter: w.RetryAfter, at: w.At}
+	switch w.Stop {
+	case schedule.TooLong:
+		p.stop = ErrWaitTooLong
+	case schedule.PastDeadline:
+		p.stop = ErrDeadline
+	}
+	return p
 }
 
 // withdraw asks the Budget for one retry and reports the decision to the

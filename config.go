@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/schedule"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 )
@@ -12,11 +13,11 @@ import (
 // Defaults applied to the zero fields of a Config.
 const (
 	DefaultKeyHeader     = "Idempotency-Key"
-	DefaultMaxAttempts   = 4
-	DefaultBaseDelay     = 200 * time.Millisecond
-	DefaultMaxDelay      = 30 * time.Second
-	DefaultJitter        = 0.5
-	DefaultMaxWait       = 60 * time.Second
+	DefaultMaxAttempts   = schedule.DefaultMaxAttempts
+	DefaultBaseDelay     = schedule.DefaultBaseDelay
+	DefaultMaxDelay      = schedule.DefaultMaxDelay
+	DefaultJitter        = schedule.DefaultJitter
+	DefaultMaxWait       = schedule.DefaultMaxWait
 	DefaultMaxBodyBuffer = 1 << 20
 	DefaultMaxDrain      = 64 << 10
 )
@@ -135,29 +136,8 @@ func (c Config) withDefaults(clk clock) Config {
 		c.KeyHeader = DefaultKeyHeader
 	}
 	c.KeyHeader = http.CanonicalHeaderKey(c.KeyHeader)
-	switch {
-	case c.MaxAttempts == 0:
-		c.MaxAttempts = DefaultMaxAttempts
-	case c.MaxAttempts < 0:
-		c.MaxAttempts = 1
-	}
-	if c.BaseDelay <= 0 {
-		c.BaseDelay = DefaultBaseDelay
-	}
-	if c.MaxDelay <= 0 {
-		c.MaxDelay = DefaultMaxDelay
-	}
-	switch {
-	case c.Jitter == 0:
-		c.Jitter = DefaultJitter
-	case c.Jitter < 0:
-		c.Jitter = 0
-	case c.Jitter > 1:
-		c.Jitter = 1
-	}
-	if c.MaxWait <= 0 {
-		c.MaxWait = DefaultMaxWait
-	}
+	s := c.schedule().WithDefaults()
+	c.MaxAttempts, c.BaseDelay, c.MaxDelay, c.Jitter, c.MaxWait = s.MaxAttempts, s.BaseDelay, s.MaxDelay, s.Jitter, s.MaxWait
 	if c.MaxBodyBuffer == 0 {
 		c.MaxBodyBuffer = DefaultMaxBodyBuffer
 	}
@@ -183,6 +163,13 @@ func (c Config) withDefaults(clk clock) Config {
 		c.Classifier = DefaultClassifier{}
 	}
 	return c
+}
+
+// schedule returns the retry schedule c configures; the planner (package
+// plan) reads the same one from its Policy.
+func (c *Config) schedule() schedule.Schedule {
+	return schedule.Schedule{MaxAttempts: c.MaxAttempts, BaseDelay: c.BaseDelay, MaxDelay: c.MaxDelay,
+		Jitter: c.Jitter, MaxWait: c.MaxWait, Deadline: c.Deadline}
 }
 
 // hostOf is the default Destination: the request's URL host.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/schedule"
 )
 
 // DefaultAttemptDuration is how long a failing attempt is assumed to take
@@ -87,30 +88,10 @@ func FromConfig(cfg retrybudget.Config) Policy {
 // WithDefaults returns p with every zero field replaced by its default and
 // every out-of-range value clamped, as the Transport does.
 func (p Policy) WithDefaults() Policy {
-	switch {
-	case p.MaxAttempts == 0:
-		p.MaxAttempts = retrybudget.DefaultMaxAttempts
-	case p.MaxAttempts < 0:
-		p.MaxAttempts = 1
-	}
-	if p.BaseDelay <= 0 {
-		p.BaseDelay = retrybudget.DefaultBaseDelay
-	}
-	if p.MaxDelay <= 0 {
-		p.MaxDelay = retrybudget.DefaultMaxDelay
-	}
-	switch {
-	case p.Jitter == 0:
-		p.Jitter = retrybudget.DefaultJitter
-	case p.Jitter < 0:
-		p.Jitter = 0
-	case p.Jitter > 1:
-		p.Jitter = 1
-	}
-	if p.MaxWait <= 0 {
-		p.MaxWait = retrybudget.DefaultMaxWait
-	}
-	p.Deadline = max(p.Deadline, 0)
+	// The Transport's own schedule rule (internal/schedule), not a copy.
+	s := p.schedule().WithDefaults()
+	p.MaxAttempts, p.BaseDelay, p.MaxDelay, p.Jitter, p.MaxWait, p.Deadline =
+		s.MaxAttempts, s.BaseDelay, s.MaxDelay, s.Jitter, s.MaxWait, s.Deadline
 	// The rule in force, "none" as zero, exactly as a budget.Local applies it.
 	r := p.Budget.Rule()
 	p.Budget = budget.Config{Percent: r.Percent, MinRetriesPerSec: r.MinRetriesPerSec, Window: r.Window}
@@ -125,4 +106,10 @@ func (p Policy) WithDefaults() Policy {
 		p.FirstAttemptsPerSec = DefaultFirstAttemptsPerSec
 	}
 	return p
+}
+
+// schedule returns the retry schedule p describes.
+func (p Policy) schedule() schedule.Schedule {
+	return schedule.Schedule{MaxAttempts: p.MaxAttempts, BaseDelay: p.BaseDelay, MaxDelay: p.MaxDelay,
+		Jitter: p.Jitter, MaxWait: p.MaxWait, Deadline: p.Deadline}
 }
