@@ -3,7 +3,6 @@ package retrybudget
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -23,10 +22,6 @@ type Action struct {
 	// an order or job id. It must not be empty.
 	Key string
 }
-
-// ErrInvalidAction is returned when the context carries an Action with an
-// empty Key.
-var ErrInvalidAction = errors.New("retrybudget: action has an empty key")
 
 // actionNamespace is the UUID namespace of derived keys. Changing it would
 // change every derived key, so it is fixed forever.

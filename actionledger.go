@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/retrybudget/retrybudget/internal/readahead"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -191,7 +192,7 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	o := ledger.Outcome{Status: resp.StatusCode, Header: resp.Header, BodyOmitted: true, BodyLen: -1}
 	// An upgraded connection is a stream, not a body to store.
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		if body, ok := ReadAhead(resp, g.cfg.MaxBodyBuffer, settleWait); ok {
+		if body, ok := readahead.Read(resp, g.cfg.MaxBodyBuffer, settleWait); ok {
 			o.Body, o.BodyOmitted, o.BodyLen = body, false, 0
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/internal/retryafter"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -44,13 +44,13 @@ func FuzzRetryAfter(f *testing.F) {
 		h := header("Retry-After", v)
 		at, ok := ParseRetryAfter(h, now)
 		if !strings.Contains(h.Get("Retry-After"), ".") {
-			want, wantOK := retrybudget.ParseRetryAfter(h.Get("Retry-After"), now)
+			want, wantOK := retryafter.Parse(h.Get("Retry-After"), now)
 			if ok != wantOK || !at.Equal(want) {
-				t.Fatalf("%q: %v, %v; retrybudget.ParseRetryAfter says %v, %v", v, at, ok, want, wantOK)
+				t.Fatalf("%q: %v, %v; retryafter.Parse says %v, %v", v, at, ok, want, wantOK)
 			}
 			return
 		}
-		if ok && (at.Before(now) || at.Sub(now) > maxRetryAfter) {
+		if ok && (at.Before(now) || at.Sub(now) > retryafter.Max) {
 			t.Fatalf("%q: decimal wait %v out of bounds", v, at.Sub(now))
 		}
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/idempotency"
+	"github.com/retrybudget/retrybudget/rateheader"
 )
 
 // activation is one campaign revision activated on an audience.
@@ -126,7 +127,7 @@ func (s *service) sync(r *http.Request, a activation) (string, time.Duration, er
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 		wait := until(out.RetryAt)
 		if wait == 0 {
-			if at, ok := retrybudget.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			if at, ok := rateheader.ParseRetryAfter(resp.Header, time.Now()); ok {
 				wait = until(at)
 			}
 		}

@@ -1,4 +1,4 @@
-package retrybudget
+package retryafter
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func TestParseRetryAfter(t *testing.T) {
+func TestParse(t *testing.T) {
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	date := time.Date(2026, 12, 2, 10, 0, 30, 0, time.UTC)
 	tests := []struct {
@@ -36,30 +36,30 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ParseRetryAfter(tt.value, now)
+			got, ok := Parse(tt.value, now)
 			if ok != tt.ok || !got.Equal(tt.want) {
-				t.Fatalf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tt.value, got, ok, tt.want, tt.ok)
+				t.Fatalf("Parse(%q) = %v, %v; want %v, %v", tt.value, got, ok, tt.want, tt.ok)
 			}
 		})
 	}
 }
 
-func FuzzParseRetryAfter(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{"120", "0", "-1", "1.5", "Wed, 02 Dec 2026 10:00:30 GMT",
 		"Wednesday, 02-Dec-26 10:00:30 GMT", "Wed Dec  2 10:00:30 2026", "", "9999999999999999999"} {
 		f.Add(s)
 	}
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, v string) {
-		at, ok := ParseRetryAfter(v, now)
+		at, ok := Parse(v, now)
 		if !ok {
 			if !at.IsZero() {
-				t.Fatalf("ParseRetryAfter(%q) returned %v with ok=false", v, at)
+				t.Fatalf("Parse(%q) returned %v with ok=false", v, at)
 			}
 			return
 		}
 		if at.IsZero() {
-			t.Fatalf("ParseRetryAfter(%q) returned the zero time with ok=true", v)
+			t.Fatalf("Parse(%q) returned the zero time with ok=true", v)
 		}
 		if isDigits(strings.TrimSpace(v)) && at.Before(now) {
 			t.Fatalf("delta-seconds %q resolved to %v, before now", v, at)

@@ -1,4 +1,7 @@
-package retrybudget
+// Package retryafter is the one Retry-After parser (RFC 9110 §10.2.3) and
+// its one cap, for the DefaultClassifier (package retrybudget), the presets
+// and package rateheader, whose ParseRetryAfter adds decimal seconds.
+package retryafter
 
 import (
 	"net/http"
@@ -7,13 +10,16 @@ import (
 	"time"
 )
 
-// maxRetryAfterSeconds bounds delta-seconds so that the conversion to a
-// time.Duration cannot overflow. A value above it is absurd for a retry hint
+// Max bounds a Retry-After wait, so that the conversion to a time.Duration
+// cannot overflow: a century. A value above it is absurd for a retry hint
 // and is treated as absent rather than clamped, because clamping would turn
 // garbage into an instruction.
-const maxRetryAfterSeconds = 100 * 365 * 24 * 60 * 60
+const Max = 100 * 365 * 24 * time.Hour
 
-// ParseRetryAfter parses a Retry-After field value (RFC 9110 §10.2.3) and
+// maxSeconds is Max in delta-seconds.
+const maxSeconds = int64(Max / time.Second)
+
+// Parse parses a Retry-After field value (RFC 9110 §10.2.3) and
 // returns the absolute time before which the client should not retry.
 //
 // Both forms are accepted: delta-seconds (a non-negative decimal integer,
@@ -23,15 +29,15 @@ const maxRetryAfterSeconds = 100 * 365 * 24 * 60 * 60
 //
 // Negative, fractional, empty, garbage or overflowing values are treated as
 // absent: ok is false and the time is zero. A date in the past is valid and
-// returned as is; callers compare it with now. ParseRetryAfter never panics.
-func ParseRetryAfter(value string, now time.Time) (at time.Time, ok bool) {
+// returned as is; callers compare it with now. Parse never panics.
+func Parse(value string, now time.Time) (at time.Time, ok bool) {
 	v := strings.TrimSpace(value)
 	if v == "" {
 		return time.Time{}, false
 	}
 	if isDigits(v) {
 		secs, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || secs > maxRetryAfterSeconds {
+		if err != nil || secs > maxSeconds {
 			return time.Time{}, false
 		}
 		return now.Add(time.Duration(secs) * time.Second), true

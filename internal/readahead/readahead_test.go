@@ -1,4 +1,4 @@
-package retrybudget
+package readahead
 
 import (
 	"io"
@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-func TestReadAhead(t *testing.T) {
+func TestRead(t *testing.T) {
 	t.Run("complete body", func(t *testing.T) {
 		resp := &http.Response{Body: io.NopCloser(strings.NewReader("hello"))}
-		buf, ok := ReadAhead(resp, 16, time.Second)
+		buf, ok := Read(resp, 16, time.Second)
 		rest, _ := io.ReadAll(resp.Body)
 		if !ok || string(buf) != "hello" || string(rest) != "hello" {
 			t.Fatalf("got %q %v, caller read %q; want the body, and the caller still reads it", buf, ok, rest)
@@ -19,7 +19,7 @@ func TestReadAhead(t *testing.T) {
 	})
 	t.Run("larger than the limit", func(t *testing.T) {
 		resp := &http.Response{Body: io.NopCloser(strings.NewReader("hello world"))}
-		_, ok := ReadAhead(resp, 5, time.Second)
+		_, ok := Read(resp, 5, time.Second)
 		rest, _ := io.ReadAll(resp.Body)
 		if ok || string(rest) != "hello world" {
 			t.Fatalf("ok %v, caller read %q; want false and the whole body", ok, rest)
@@ -30,7 +30,7 @@ func TestReadAhead(t *testing.T) {
 		go func() { pw.Write([]byte("he")) }()
 		resp := &http.Response{Body: pr}
 		start := time.Now()
-		_, ok := ReadAhead(resp, 16, 20*time.Millisecond)
+		_, ok := Read(resp, 16, 20*time.Millisecond)
 		if ok || time.Since(start) > time.Second {
 			t.Fatalf("ok %v after %v; want false at the wait", ok, time.Since(start))
 		}

@@ -1,4 +1,8 @@
-package retrybudget
+// Package readahead reads the start of a response body without taking it
+// from the caller, bounded in bytes and in time: the DefaultClassifier's
+// problem details, the ledger's stored body and the presets' error bodies
+// all read through it.
+package readahead
 
 import (
 	"bytes"
@@ -7,16 +11,16 @@ import (
 	"time"
 )
 
-// ReadAhead reads up to limit bytes of resp's body for a Classifier or an
+// Read reads up to limit bytes of resp's body for a Classifier or an
 // Observer that needs to look at it, and puts in its place a body that
 // still gives the caller every byte, unread. A goroutine reads while
-// ReadAhead waits at most wait, so a body that trickles or stalls does not
+// Read waits at most wait, so a body that trickles or stalls does not
 // hold the call; the goroutine ends when the body is read or closed.
 //
 // It reports the whole body and true when the body was complete within
 // limit bytes and wait; otherwise nil and false (the caller still gets the
 // body). A missing body is an empty one.
-func ReadAhead(resp *http.Response, limit int64, wait time.Duration) ([]byte, bool) {
+func Read(resp *http.Response, limit int64, wait time.Duration) ([]byte, bool) {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return nil, true
 	}
@@ -66,16 +70,6 @@ func (p *peekedBody) Close() error {
 	<-p.done
 	return err
 }
-
-// prefixedBody replays bytes already read in front of the unread rest of a
-// body, and closes the original.
-type prefixedBody struct {
-	r io.Reader
-	c io.Closer
-}
-
-func (b *prefixedBody) Read(p []byte) (int, error) { return b.r.Read(p) }
-func (b *prefixedBody) Close() error               { return b.c.Close() }
 
 // errReader returns its error, if any, so that a read failure met while
 // reading ahead reaches the caller at the same point of the stream; a nil
