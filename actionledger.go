@@ -204,7 +204,7 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 // event reports a ledger decision or failure to the Observer.
 func (g *ledgerGate) event(verdict string, path []string, err error) {
 	if obs := g.cfg.Observer.Ledger; obs != nil {
-		obs(LedgerEvent{Request: g.caller, Action: Action(g.key), Verdict: verdict, Path: path, Err: err})
+		obs(LedgerEvent{Request: g.caller, Action: g.key, Verdict: verdict, Path: path, Err: err})
 	}
 }
 

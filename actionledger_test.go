@@ -33,7 +33,7 @@ func readAll(t *testing.T, resp *http.Response) (string, Outcome) {
 
 func stateOf(t *testing.T, s ledger.Store, act Action) ledger.Record {
 	t.Helper()
-	r, err := s.Get(context.Background(), ledger.Key(act))
+	r, err := s.Get(context.Background(), act)
 	if err != nil {
 		t.Fatalf("ledger Get: %v", err)
 	}

@@ -67,7 +67,7 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	// A hop of a redirect that http.Client follows (req.Response is set)
 	// is not a new action: the first hop holds the ledger record.
 	if hasAction && t.cfg.Ledger != nil && req.Response == nil {
-		c.led = &ledgerGate{key: ledger.Key(action), cfg: &t.cfg, caller: req}
+		c.led = &ledgerGate{key: action, cfg: &t.cfg, caller: req}
 	}
 	if t.cfg.Limiter != nil {
 		// The tenant of the action is the limiter's owner, for its

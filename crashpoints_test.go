@@ -27,7 +27,7 @@ type deadWorker struct {
 func (d *deadWorker) reserve(body string) {
 	u, _ := url.Parse(d.p.URL)
 	res, err := d.store.Reserve(context.Background(), ledger.ReserveRequest{
-		Key: ledger.Key(order), Fingerprint: ledger.Fingerprint("POST", u, nil, nil, []byte(body)),
+		Key: order, Fingerprint: ledger.Fingerprint("POST", u, nil, nil, []byte(body)),
 		Owner: "dead", Lease: time.Second,
 	})
 	if err != nil || !res.Send {
@@ -47,7 +47,7 @@ func (d *deadWorker) send(body string) {
 }
 
 func (d *deadWorker) complete() {
-	err := d.store.Complete(context.Background(), ledger.Key(order), d.token,
+	err := d.store.Complete(context.Background(), order, d.token,
 		ledger.Outcome{Status: 201, Body: []byte(fmt.Sprintf(`{"charge":%q}`, order.IdempotencyKey()))})
 	if err != nil {
 		d.t.Fatal(err)
@@ -158,7 +158,7 @@ func TestLedgerUncertainWithoutHonouredKeysOrReconciler(t *testing.T) {
 		t.Fatalf("effects %d calls %d; want the dead worker's 1 and no re-send", effects, calls)
 	}
 	stuck, err := store.Sweep(context.Background(), 0)
-	if err != nil || len(stuck) != 1 || stuck[0].Key != ledger.Key(order) {
+	if err != nil || len(stuck) != 1 || stuck[0].Key != order {
 		t.Fatalf("sweep %v %v; want the action listed as stuck", stuck, err)
 	}
 }

@@ -153,7 +153,7 @@ func TestLedgerWorkerSIGKILLedAfterTheEffect(t *testing.T) {
 
 			rdb := srv.Client(t)
 			store := redistest.Must(ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix}))(t)
-			if r, err := store.Get(context.Background(), ledger.Key(order)); err != nil || r.State != ledger.StateInProgress {
+			if r, err := store.Get(context.Background(), order); err != nil || r.State != ledger.StateInProgress {
 				t.Fatalf("after the kill: %v %v; want the action in progress", r.State, err)
 			}
 			cfg := tt.cfg(p)
@@ -179,7 +179,7 @@ func TestLedgerWorkerSIGKILLedAfterTheEffect(t *testing.T) {
 				}
 				break
 			}
-			r, err := store.Get(context.Background(), ledger.Key(order))
+			r, err := store.Get(context.Background(), order)
 			effects, _ := p.total()
 			if err != nil || r.State != ledger.StateCompleted || effects != 1 {
 				t.Fatalf("state %v (%v), effects %d; want completed with 1 effect", r.State, err, effects)

@@ -51,7 +51,7 @@
 // # The handler's contract
 //
 // The middleware runs the handler as the action's owner, with the action in
-// its context (ActionFrom, and retrybudget.ActionFrom), and records how it
+// its context (InboundFrom, and retrybudget.ActionFrom), and records how it
 // ended from its status:
 //
 //   - 408, 425, 429 or any 5xx: failed. The handler promises that such an

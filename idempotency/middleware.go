@@ -136,7 +136,7 @@ func (g *guard) readBody(r *http.Request) ([]byte, *problem) {
 
 // run runs the handler as the action's owner and records how it ended.
 func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token int64, body []byte) {
-	in := &inbound{action: retrybudget.Action(k)}
+	in := &inbound{action: k}
 	// The handler's context ends if another instance takes the action over
 	// (this one's lease was lost): it must not go on acting for it.
 	hctx, stopHandler := context.WithCancel(r.Context())

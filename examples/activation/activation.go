@@ -58,7 +58,7 @@ func (s *service) activate(w http.ResponseWriter, r *http.Request) {
 			"campaign_id and audience_id are required and revision must be at least 1.", 0)
 		return
 	}
-	inbound, _ := idempotency.ActionFrom(r.Context())
+	inbound, _ := idempotency.InboundFrom(r.Context())
 	// The ID is a function of the action, so a run repeated after a
 	// failure (Config.RerunUncertain) creates the same activation, not a
 	// second one.
