@@ -70,10 +70,10 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		KeysHonoured: cfg.KeysHonoured,
 	})
 	if err != nil {
-		g.event("reserve", nil, err)
+		g.failed("reserve", err)
 		return reservation{stop: ErrLedger, cause: err}
 	}
-	g.event(res.Verdict.String(), res.Path, nil)
+	g.decided(res.Verdict, res.Path)
 	switch res.Verdict {
 	case ledger.VerdictCreated, ledger.VerdictRetry, ledger.VerdictResend:
 		g.own(ctx, res.Token)
@@ -115,13 +115,13 @@ func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record, token int
 		return reservation{}
 	case ledger.StateCompleted:
 		if serr := ledger.Settle(ctx, g.cfg.Ledger, g.key, token, res); serr != nil {
-			g.event("complete", nil, serr)
+			g.failed("complete", serr)
 		}
 		o := res.Outcome
 		return reservation{replay: &o}
 	}
 	if serr := ledger.Settle(ctx, g.cfg.Ledger, g.key, token, ledger.Resolution{State: ledger.StateUncertain, Reason: res.Reason}); serr != nil {
-		g.event("fail", nil, serr)
+		g.failed("fail", serr)
 	}
 	return reservation{stop: ErrUncertain, cause: errors.Join(err, ledger.ErrUncertain), maybeApplied: true}
 }
@@ -154,7 +154,7 @@ func (g *ledgerGate) attempt(ctx context.Context, cls Class) {
 		return
 	}
 	if _, err := g.cfg.Ledger.AddAttempt(ctx, g.key, g.token, cls.String()); err != nil {
-		g.event("attempt", nil, err)
+		g.failed("attempt", err)
 	}
 }
 
@@ -185,7 +185,7 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 			reason = out.Reason.Error()
 		}
 		if err := store.Fail(ctx, g.key, g.token, ledger.Failure{EffectPossible: out.MaybeApplied, Reason: reason}); err != nil {
-			g.event("fail", nil, err)
+			g.failed("fail", err)
 		}
 		return
 	}
@@ -197,14 +197,22 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 		}
 	}
 	if err := store.Complete(ctx, g.key, g.token, o); err != nil {
-		g.event("complete", nil, err)
+		g.failed("complete", err)
 	}
 }
 
-// event reports a ledger decision or failure to the Observer.
-func (g *ledgerGate) event(verdict string, path []string, err error) {
+// decided reports the reservation's verdict to the Observer.
+func (g *ledgerGate) decided(v ledger.Verdict, path []string) {
 	if obs := g.cfg.Observer.Ledger; obs != nil {
-		obs(LedgerEvent{Request: g.caller, Action: g.key, Verdict: verdict, Path: path, Err: err})
+		obs(LedgerEvent{Request: g.caller, Action: g.key, Op: "reserve", Verdict: v, Path: path})
+	}
+}
+
+// failed reports a store operation op that failed with err to the
+// Observer.
+func (g *ledgerGate) failed(op string, err error) {
+	if obs := g.cfg.Observer.Ledger; obs != nil {
+		obs(LedgerEvent{Request: g.caller, Action: g.key, Op: op, Err: err})
 	}
 }
 

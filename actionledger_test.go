@@ -45,7 +45,7 @@ var order = Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
 func testLedgerReplaysACompletedAction(t *testing.T, store ledger.Store) {
 	p := newPayments(t, false) // no provider dedup: only the ledger prevents a second effect
 	var verdicts []string
-	tr, _ := newFakeTransport(Config{Ledger: store, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict) }}})
+	tr, _ := newFakeTransport(Config{Ledger: store, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict.String()) }}})
 	first, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func testLedgerReplaysACompletedAction(t *testing.T, store ledger.Store) {
 func testLedgerConflictOnChangedPayload(t *testing.T, store ledger.Store) {
 	p := newPayments(t, false)
 	var verdicts []string
-	tr, _ := newFakeTransport(Config{Ledger: store, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict) }}})
+	tr, _ := newFakeTransport(Config{Ledger: store, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict.String()) }}})
 	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
 	if err != nil {
 		t.Fatal(err)

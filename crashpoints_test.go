@@ -86,7 +86,7 @@ func TestLedgerCrashAtEachPoint(t *testing.T) {
 			mu.Unlock()
 			var verdicts []string
 			cfg := Config{Ledger: store, KeysHonoured: true,
-				Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict) }}}
+				Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict.String()) }}}
 			if tt.reconciler != nil {
 				cfg.Reconciler = tt.reconciler(p)
 			}
@@ -145,7 +145,7 @@ func TestLedgerUncertainWithoutHonouredKeysOrReconciler(t *testing.T) {
 	now = now.Add(time.Minute)
 	mu.Unlock()
 	var verdicts []string
-	tr, _ := newFakeTransport(Config{Ledger: store, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict) }}})
+	tr, _ := newFakeTransport(Config{Ledger: store, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict.String()) }}})
 	_, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
 	if len(verdicts) != 1 || verdicts[0] != "uncertain" {
 		t.Fatalf("ledger events %v; want [uncertain]", verdicts)

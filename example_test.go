@@ -111,3 +111,16 @@ func ExampleError() {
 	// may have been applied: false
 	// exhausted: true
 }
+
+// ReasonCode names why a call gave up, the same in metrics (otelretry),
+// the planner and any report of your own.
+func ExampleReasonCode() {
+	err := error(&retrybudget.Error{Outcome: retrybudget.Outcome{Reason: retrybudget.ErrBudgetExhausted}})
+	fmt.Println(retrybudget.ReasonCode(err))
+	fmt.Println(retrybudget.ReasonCode(context.DeadlineExceeded))
+	fmt.Println(retrybudget.ReasonCode(errors.New("something else")))
+	// Output:
+	// budget_exhausted
+	// deadline_exceeded
+	// other
+}

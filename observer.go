@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
@@ -26,9 +27,8 @@ type Observer struct {
 	// Cooldown is called when a provider answer pauses a limiter
 	// boundary.
 	Cooldown func(CooldownEvent)
-	// Ledger is called for every action ledger decision (created,
-	// replayed, pending, conflict, uncertain, resend, reconcile) and for
-	// every store operation that failed.
+	// Ledger is called for every action ledger decision (a
+	// ledger.Verdict) and for every store operation that failed.
 	Ledger func(LedgerEvent)
 }
 
@@ -149,10 +149,13 @@ type LedgerEvent struct {
 	Request *http.Request
 	// Action is the action.
 	Action Action
-	// Verdict is the ledger's decision, such as "created", "replayed",
-	// "pending", "conflict", "uncertain", "resend" or "reconcile"; or the
-	// store operation that failed ("complete", "fail", "attempt", "renew").
-	Verdict string
+	// Op is the store operation: "reserve" for the decision taken before
+	// the call sends anything, or the operation that failed with Err
+	// ("reserve", "complete", "fail", "attempt").
+	Op string
+	// Verdict is the ledger's decision when Op is "reserve" and Err is
+	// nil; otherwise it is meaningless.
+	Verdict ledger.Verdict
 	// Path is the decision path in words, from ledger.Resolve.
 	Path []string
 	// Err is the store's error, if any.

@@ -255,7 +255,7 @@ func TestLogObserverEvents(t *testing.T) {
 		name: "ledger conflict",
 		emit: func(o retrybudget.Observer) {
 			o.Ledger(retrybudget.LedgerEvent{Request: req, Action: retrybudget.Action{Tenant: "acme", Operation: "refund", Key: "r-9"},
-				Verdict: "conflict", Path: []string{"record completed", "fingerprint differs"}})
+				Verdict: ledger.VerdictConflict, Path: []string{"record completed", "fingerprint differs"}})
 		},
 		level: "WARN", msg: "retrybudget: ledger decision",
 		attrs: map[string]any{"tenant": "acme", "operation": "refund", "action": "r-9", "verdict": "conflict",
@@ -264,7 +264,7 @@ func TestLogObserverEvents(t *testing.T) {
 		name: "ledger replay",
 		emit: func(o retrybudget.Observer) {
 			o.Ledger(retrybudget.LedgerEvent{Request: req, Action: retrybudget.Action{Tenant: "acme", Operation: "refund", Key: "r-9"},
-				Verdict: "replayed"})
+				Verdict: ledger.VerdictReplayed})
 		},
 		level: "INFO", msg: "retrybudget: ledger decision",
 		attrs: map[string]any{"tenant": "acme", "operation": "refund", "action": "r-9", "verdict": "replayed"},
@@ -272,7 +272,7 @@ func TestLogObserverEvents(t *testing.T) {
 		name: "ledger store failure",
 		emit: func(o retrybudget.Observer) {
 			o.Ledger(retrybudget.LedgerEvent{Request: req, Action: retrybudget.Action{Tenant: "acme", Operation: "refund", Key: "r-9"},
-				Verdict: "complete", Err: errors.New("redis: connection pool timeout")})
+				Op: "complete", Err: errors.New("redis: connection pool timeout")})
 		},
 		level: "ERROR", msg: "retrybudget: ledger store failed",
 		attrs: map[string]any{"action": "r-9", "op": "complete", "error": "redis: connection pool timeout"},

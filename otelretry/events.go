@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/ledger"
 )
 
 // Each method below handles one Observer event; Observer wires them to its
@@ -53,7 +54,7 @@ func (t *Telemetry) giveUp(ev retrybudget.GiveUpEvent) {
 	attrs := t.metricAttrs(ev.Request, 3)
 	attrs = append(attrs,
 		ClassKey.String(o.Class.String()),
-		ReasonKey.String(reasonCode(o.Reason)),
+		ReasonKey.String(retrybudget.ReasonCode(o.Reason)),
 		MaybeAppliedKey.Bool(o.MaybeApplied),
 	)
 	t.m.giveUps.Add(ctx, 1, metric.WithAttributes(attrs...))
@@ -103,18 +104,18 @@ func (t *Telemetry) ledger(ev retrybudget.LedgerEvent) {
 	attrs = append(attrs, OperationKey.String(ev.Action.Operation))
 	switch {
 	case ev.Err != nil:
-		attrs = append(attrs, LedgerOpKey.String(ev.Verdict))
+		attrs = append(attrs, LedgerOpKey.String(ev.Op))
 		t.m.ledgerErrors.Add(ctx, 1, metric.WithAttributes(attrs...))
 		t.event(ctx, "retrybudget.ledger.error", OperationKey.String(ev.Action.Operation),
-			LedgerOpKey.String(ev.Verdict), semconv.ExceptionMessageKey.String(retrybudget.ErrorText(ev.Err)))
+			LedgerOpKey.String(ev.Op), semconv.ExceptionMessageKey.String(retrybudget.ErrorText(ev.Err)))
 		return
-	case ev.Verdict == "replayed":
+	case ev.Verdict == ledger.VerdictReplayed:
 		t.m.replays.Add(ctx, 1, metric.WithAttributes(attrs...))
-	case ev.Verdict == "conflict":
+	case ev.Verdict == ledger.VerdictConflict:
 		t.m.conflicts.Add(ctx, 1, metric.WithAttributes(attrs...))
 	}
 	t.event(ctx, "retrybudget.ledger", OperationKey.String(ev.Action.Operation),
-		VerdictKey.String(ev.Verdict), DecisionKey.StringSlice(ev.Path))
+		VerdictKey.String(ev.Verdict.String()), DecisionKey.StringSlice(ev.Path))
 }
 
 // event adds an event to the span of ctx when spans are on and that span is

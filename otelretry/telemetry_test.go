@@ -292,7 +292,7 @@ func TestLedger(t *testing.T) {
 		}
 	}
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/charges", nil)
-	h.tel.Observer().Ledger(retrybudget.LedgerEvent{Request: req, Verdict: "complete",
+	h.tel.Observer().Ledger(retrybudget.LedgerEvent{Request: req, Op: "complete",
 		Action: retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "order-2"},
 		Err:    &url.Error{Op: "Post", URL: "https://ledger.internal/?token=secret", Err: errors.New("i/o timeout")}})
 	parent.End()
@@ -360,8 +360,8 @@ func TestNilProvidersRecordNothing(t *testing.T) {
 		o.Budget(retrybudget.BudgetEvent{Request: req})
 		o.Limited(retrybudget.LimitEvent{Request: req})
 		o.Cooldown(retrybudget.CooldownEvent{Request: req})
-		o.Ledger(retrybudget.LedgerEvent{Request: req, Verdict: "replayed"})
-		o.Ledger(retrybudget.LedgerEvent{Request: req, Verdict: "complete", Err: errors.New("down")})
+		o.Ledger(retrybudget.LedgerEvent{Request: req, Verdict: ledger.VerdictReplayed})
+		o.Ledger(retrybudget.LedgerEvent{Request: req, Op: "complete", Err: errors.New("down")})
 	}
 }
 

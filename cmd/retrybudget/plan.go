@@ -233,7 +233,7 @@ func writeText(w io.Writer, pl plan.Plan, source, budgetNote string, timeoutSet 
 		fit := a.Fit.String()
 		switch {
 		case a.Stop != nil:
-			fit += ": " + errName(a.Stop)
+			fit += ": " + retrybudget.ReasonCode(a.Stop)
 			never = true
 			tooLong = tooLong || a.Stop == retrybudget.ErrWaitTooLong
 		case a.Fit == plan.MayMiss:
@@ -254,7 +254,7 @@ func writeText(w io.Writer, pl plan.Plan, source, budgetNote string, timeoutSet 
 	}
 
 	ew.printf("\nworst case: the call ends at the latest %s after it starts, giving up with %s after attempt %d\n",
-		short(pl.GiveUp), errName(pl.Reason), pl.Sendable)
+		short(pl.GiveUp), retrybudget.ReasonCode(pl.Reason), pl.Sendable)
 	if p.NoBudget {
 		ew.printf("amplification in a total outage: %s per call (no budget)\n", attempts(pl.Sendable))
 	} else {
@@ -280,23 +280,6 @@ func jitterText(j float64) string {
 		return "no jitter"
 	}
 	return "jitter ±" + pct(j) + "%"
-}
-
-// errName names a sentinel of package retrybudget as a caller writes it.
-func errName(err error) string {
-	for _, e := range []struct {
-		err  error
-		name string
-	}{
-		{retrybudget.ErrAttemptsExhausted, "ErrAttemptsExhausted"},
-		{retrybudget.ErrDeadline, "ErrDeadline"},
-		{retrybudget.ErrWaitTooLong, "ErrWaitTooLong"},
-	} {
-		if errors.Is(err, e.err) {
-			return e.name
-		}
-	}
-	return err.Error()
 }
 
 // short formats d for a reader: to the millisecond from a second up, to
