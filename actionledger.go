@@ -61,12 +61,12 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		return reservation{stop: ErrBodyNotReplayable, cause: bodyErr}
 	}
 	cfg, req := g.cfg, g.caller
-	res, err := cfg.Ledger.Reserve(ctx, ledger.ReserveRequest{
+	res, err := cfg.Ledger.Store.Reserve(ctx, ledger.ReserveRequest{
 		Key:          g.key,
-		Fingerprint:  ledger.Fingerprint(req.Method, req.URL, req.Header, cfg.LedgerHeaders, body),
-		Owner:        cfg.LedgerOwner,
-		Lease:        cfg.LedgerLease,
-		Reconciler:   cfg.Reconciler != nil,
+		Fingerprint:  ledger.Fingerprint(req.Method, req.URL, req.Header, cfg.Ledger.Headers, body),
+		Owner:        cfg.Ledger.Owner,
+		Lease:        cfg.Ledger.Lease,
+		Reconciler:   cfg.Ledger.Reconciler != nil,
 		KeysHonoured: cfg.KeysHonoured,
 	})
 	if err != nil {
@@ -104,7 +104,7 @@ func storedOutcome(o *ledger.Outcome) *ledger.Outcome {
 // replayed, one that never happened is sent under the same key, an unknown
 // one stays uncertain for an operator.
 func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record, token int64) reservation {
-	res, err := g.cfg.Reconciler(ctx, rec)
+	res, err := g.cfg.Ledger.Reconciler(ctx, rec)
 	if err != nil {
 		res = ledger.Resolution{State: ledger.StateUncertain, Reason: "reconciler failed"}
 	}
@@ -114,13 +114,13 @@ func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record, token int
 		g.own(ctx, token)
 		return reservation{}
 	case ledger.StateCompleted:
-		if serr := ledger.Settle(ctx, g.cfg.Ledger, g.key, token, res); serr != nil {
+		if serr := ledger.Settle(ctx, g.cfg.Ledger.Store, g.key, token, res); serr != nil {
 			g.failed("complete", serr)
 		}
 		o := res.Outcome
 		return reservation{replay: &o}
 	}
-	if serr := ledger.Settle(ctx, g.cfg.Ledger, g.key, token, ledger.Resolution{State: ledger.StateUncertain, Reason: res.Reason}); serr != nil {
+	if serr := ledger.Settle(ctx, g.cfg.Ledger.Store, g.key, token, ledger.Resolution{State: ledger.StateUncertain, Reason: res.Reason}); serr != nil {
 		g.failed("fail", serr)
 	}
 	return reservation{stop: ErrUncertain, cause: errors.Join(err, ledger.ErrUncertain), maybeApplied: true}
@@ -131,7 +131,7 @@ func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record, token int
 // its action; settle stops it.
 func (g *ledgerGate) own(ctx context.Context, token int64) {
 	g.token = token
-	g.keeper = ledger.KeepLease(ctx, g.cfg.Ledger, g.key, token, g.cfg.LedgerLease)
+	g.keeper = ledger.KeepLease(ctx, g.cfg.Ledger.Store, g.key, token, g.cfg.Ledger.Lease)
 }
 
 // lostLease reports whether the call owned its action and lost the lease
@@ -153,7 +153,7 @@ func (g *ledgerGate) attempt(ctx context.Context, cls Class) {
 	if g.token == 0 {
 		return
 	}
-	if _, err := g.cfg.Ledger.AddAttempt(ctx, g.key, g.token, cls.String()); err != nil {
+	if _, err := g.cfg.Ledger.Store.AddAttempt(ctx, g.key, g.token, cls.String()); err != nil {
 		g.failed("attempt", err)
 	}
 }
@@ -177,7 +177,7 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 		g.keeper.Stop()
 	}
 	ctx = context.WithoutCancel(ctx) // record even if the caller gave up
-	store := g.cfg.Ledger
+	store := g.cfg.Ledger.Store
 	answered := out.Reason == nil || out.Reason == ErrRejected
 	if resp == nil || !answered || (out.Class != ClassSuccess && out.Class != ClassBusiness) {
 		reason := "gave up"

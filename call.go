@@ -66,7 +66,7 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	action, hasAction := ActionFrom(req.Context())
 	// A hop of a redirect that http.Client follows (req.Response is set)
 	// is not a new action: the first hop holds the ledger record.
-	if hasAction && t.cfg.Ledger != nil && req.Response == nil {
+	if hasAction && t.cfg.Ledger.Store != nil && req.Response == nil {
 		c.led = &ledgerGate{key: action, cfg: &t.cfg, caller: req}
 	}
 	if t.cfg.Limiter != nil {

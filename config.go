@@ -95,25 +95,11 @@ type Config struct {
 	// (see limiter.ByCredential). Nil means the request's URL host.
 	Boundary limiter.Boundary
 
-	// Ledger, when set, gives every call made under an Action one durable
-	// record (see package ledger): a repeated action is replayed, held or
-	// rejected, never sent twice. Nil means no ledger.
-	Ledger ledger.Store
-	// LedgerHeaders names the request headers that count in an action's
-	// fingerprint, beside the method, path, query and body. Nil means none.
-	LedgerHeaders []string
-	// LedgerOwner names this worker in ledger records. Empty means
-	// "hostname:pid".
-	LedgerOwner string
-	// LedgerLease is how long a call holds its action before others may
-	// take it over; a running call renews it every third of it
-	// (ledger.KeepLease). Zero means ledger.DefaultLease (30s).
-	LedgerLease time.Duration
-	// Reconciler asks the provider what became of an action whose owner
-	// died mid-call (typically a GET by idempotency key). Nil means such
-	// an action is re-sent under the same key when KeysHonoured, and
-	// otherwise reported as ErrUncertain for an operator.
-	Reconciler ledger.Reconciler
+	// Ledger gives every call made under an Action one durable record
+	// when its Store is set (see package ledger): a repeated action is
+	// replayed, held or rejected, never sent twice. The zero value means
+	// no ledger.
+	Ledger LedgerConfig
 
 	// Classifier decides each attempt's Class. Nil means
 	// DefaultClassifier.
@@ -124,6 +110,29 @@ type Config struct {
 	// Observer receives attempt, retry and give-up events. Its nil
 	// fields are skipped; the zero value observes nothing.
 	Observer Observer
+}
+
+// LedgerConfig configures the action ledger of a Transport (Config.Ledger).
+// The zero value is no ledger.
+type LedgerConfig struct {
+	// Store keeps one record per action: ledger.NewMemory in one process,
+	// ledger.NewRedis for a fleet. Nil means no ledger.
+	Store ledger.Store
+	// Headers names the request headers that count in an action's
+	// fingerprint, beside the method, path, query and body. Nil means none.
+	Headers []string
+	// Owner names this worker in ledger records. Empty means
+	// "hostname:pid".
+	Owner string
+	// Lease is how long a call holds its action before others may take it
+	// over; a running call renews it every third of it (ledger.KeepLease).
+	// Zero means ledger.DefaultLease (30s).
+	Lease time.Duration
+	// Reconciler asks the provider what became of an action whose owner
+	// died mid-call (typically a GET by idempotency key). Nil means such an
+	// action is re-sent under the same key when Config.KeysHonoured, and
+	// otherwise reported as ErrUncertain for an operator.
+	Reconciler ledger.Reconciler
 }
 
 // withDefaults returns c with every zero field replaced by its default; the
@@ -153,11 +162,11 @@ func (c Config) withDefaults(clk clock) Config {
 	if c.Boundary == nil {
 		c.Boundary = hostOf
 	}
-	if c.LedgerOwner == "" && c.Ledger != nil {
-		c.LedgerOwner = defaultLedgerOwner()
+	if c.Ledger.Owner == "" && c.Ledger.Store != nil {
+		c.Ledger.Owner = defaultLedgerOwner()
 	}
-	if c.LedgerLease <= 0 {
-		c.LedgerLease = ledger.DefaultLease
+	if c.Ledger.Lease <= 0 {
+		c.Ledger.Lease = ledger.DefaultLease
 	}
 	if c.Classifier == nil {
 		c.Classifier = DefaultClassifier{}

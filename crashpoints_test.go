@@ -85,10 +85,10 @@ func TestLedgerCrashAtEachPoint(t *testing.T) {
 			now = now.Add(time.Minute) // the dead worker's lease has run out
 			mu.Unlock()
 			var verdicts []string
-			cfg := Config{Ledger: store, KeysHonoured: true,
+			cfg := Config{Ledger: LedgerConfig{Store: store}, KeysHonoured: true,
 				Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict.String()) }}}
 			if tt.reconciler != nil {
-				cfg.Reconciler = tt.reconciler(p)
+				cfg.Ledger.Reconciler = tt.reconciler(p)
 			}
 			tr, _ := newFakeTransport(cfg)
 			resp, err := chargeTo(t, tr, p.URL, order, body)
@@ -117,13 +117,13 @@ func TestLedgerCrashAfterCompleteBeforeTheCallerSawIt(t *testing.T) {
 	// job queue runs the action again and gets the receipt, not a charge.
 	p := newPayments(t, false)
 	store := ledger.NewMemory(ledger.MemoryConfig{})
-	tr, _ := newFakeTransport(Config{Ledger: store})
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}})
 	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close() // the answer is lost with the worker
-	again, err := chargeTo(t, New(Config{Ledger: store}), p.URL, order, `{"amount":100}`)
+	again, err := chargeTo(t, New(Config{Ledger: LedgerConfig{Store: store}}), p.URL, order, `{"amount":100}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestLedgerUncertainWithoutHonouredKeysOrReconciler(t *testing.T) {
 	now = now.Add(time.Minute)
 	mu.Unlock()
 	var verdicts []string
-	tr, _ := newFakeTransport(Config{Ledger: store, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict.String()) }}})
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict.String()) }}})
 	_, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
 	if len(verdicts) != 1 || verdicts[0] != "uncertain" {
 		t.Fatalf("ledger events %v; want [uncertain]", verdicts)

@@ -90,7 +90,7 @@ func TestLedgerDoesNotCompleteAGiveUpOnARetryableAnswer(t *testing.T) {
 	}
 	p.mu.Unlock()
 	store := ledger.NewMemory(ledger.MemoryConfig{})
-	tr, _ := newFakeTransport(Config{Ledger: store, MaxAttempts: 2, Classifier: hinting{hint: HintRetry}})
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}, MaxAttempts: 2, Classifier: hinting{hint: HintRetry}})
 	resp, err := chargeTo(t, tr, p.URL, order, "x")
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestLedgerSettleDoesNotWaitForASlowBody(t *testing.T) {
 		io.WriteString(w, "data: 2\n")
 	})
 	store := ledger.NewMemory(ledger.MemoryConfig{})
-	tr := New(Config{Ledger: store})
+	tr := New(Config{Ledger: LedgerConfig{Store: store}})
 	start := time.Now()
 	resp, err := send(t, tr, WithAction(context.Background(), order), "POST", p.URL, "x")
 	if err != nil {
@@ -154,7 +154,7 @@ func (s slowStore) Reserve(ctx context.Context, r ledger.ReserveRequest) (ledger
 func TestNoAttemptStartsAfterTheDeadline(t *testing.T) {
 	p := newProvider(t, status(201))
 	store := slowStore{Store: ledger.NewMemory(ledger.MemoryConfig{}), delay: 100 * time.Millisecond}
-	tr := New(Config{Ledger: store, Deadline: 50 * time.Millisecond, AttemptTimeout: time.Hour})
+	tr := New(Config{Ledger: LedgerConfig{Store: store}, Deadline: 50 * time.Millisecond, AttemptTimeout: time.Hour})
 	_, err := send(t, tr, WithAction(context.Background(), order), "POST", p.URL, "x")
 	if !errors.Is(err, ErrDeadline) || len(p.requests()) != 0 {
 		t.Fatalf("error %v, %d sent; want ErrDeadline and nothing sent", err, len(p.requests()))
@@ -238,7 +238,7 @@ func TestRedirectHopsDoNotConflictWithTheAction(t *testing.T) {
 		w.WriteHeader(201)
 	})
 	store := ledger.NewMemory(ledger.MemoryConfig{})
-	client := &http.Client{Transport: New(Config{Ledger: store})}
+	client := &http.Client{Transport: New(Config{Ledger: LedgerConfig{Store: store}})}
 	req, _ := http.NewRequestWithContext(WithAction(context.Background(), order), "POST", p.URL+"/v1/charge", strings.NewReader("x"))
 	resp, err := client.Do(req)
 	if err != nil {
@@ -263,7 +263,7 @@ func TestCallStopsRetryingWhenItsLeaseIsTaken(t *testing.T) {
 	// waits 20 ms, so the loss is seen long before the attempts run out.
 	p := newProvider(t, status(503))
 	store := stolenStore{ledger.NewMemory(ledger.MemoryConfig{})}
-	tr := New(Config{Ledger: store, LedgerLease: 3 * time.Millisecond, MaxAttempts: 10,
+	tr := New(Config{Ledger: LedgerConfig{Store: store, Lease: 3 * time.Millisecond}, MaxAttempts: 10,
 		BaseDelay: 20 * time.Millisecond, Jitter: -1, Budget: budget.Unlimited{}})
 	resp, err := send(t, tr, WithAction(context.Background(), order), "POST", p.URL, "x")
 	if err != nil {

@@ -391,7 +391,7 @@ func TestLogObserverLedger(t *testing.T) {
 	var rec logRecorder
 	tr := retrybudget.New(retrybudget.Config{
 		Base:     srv.Client().Transport,
-		Ledger:   ledger.NewMemory(ledger.MemoryConfig{}),
+		Ledger:   retrybudget.LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})},
 		Observer: retrybudget.LogObserver(rec.logger()),
 	})
 	act := retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "order-1"}

@@ -71,9 +71,11 @@ func TestWorker(t *testing.T) {
 	base := &http.Transport{MaxIdleConnsPerHost: concurrency}
 	defer base.CloseIdleConnections()
 	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{
-		Base:           base,
-		Ledger:         redistest.Must(ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix + "led:"}))(t),
-		LedgerLease:    2 * time.Second,
+		Base: base,
+		Ledger: retrybudget.LedgerConfig{
+			Store: redistest.Must(ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix + "led:"}))(t),
+			Lease: 2 * time.Second,
+		},
 		Limiter:        lim,
 		Boundary:       limiter.ByCredential(),
 		Budget:         redistest.Must(budget.NewRedis(rdb, budget.RedisConfig{Prefix: prefix + "bud:"}))(t),

@@ -68,7 +68,7 @@ func charge(ctx context.Context, client *http.Client, url string) (string, retry
 func TestOutboundStepSharesStore(t *testing.T) {
 	p := startProvider(t)
 	store := ledger.NewMemory(ledger.MemoryConfig{})
-	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{Ledger: store})}
+	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{Ledger: retrybudget.LedgerConfig{Store: store}})}
 	var mu sync.Mutex // guards outcomes
 	var outcomes []retrybudget.Outcome
 	e := newEnv(t, idempotency.Config{Store: store, RerunUncertain: true}, func(run int, w http.ResponseWriter, r *http.Request) {
@@ -142,7 +142,7 @@ func TestOutboundStepSharesStore(t *testing.T) {
 func TestOutboundUnderInboundActionCollides(t *testing.T) {
 	p := startProvider(t)
 	store := ledger.NewMemory(ledger.MemoryConfig{})
-	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{Ledger: store})}
+	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{Ledger: retrybudget.LedgerConfig{Store: store}})}
 	var callErr error
 	e := newEnv(t, idempotency.Config{Store: store}, func(run int, w http.ResponseWriter, r *http.Request) {
 		_, _, callErr = charge(r.Context(), client, p.srv.URL)

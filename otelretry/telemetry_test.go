@@ -279,7 +279,7 @@ func TestLedger(t *testing.T) {
 	srv := server(t, "201")
 	tr := retrybudget.New(retrybudget.Config{
 		Base:     srv.Client().Transport,
-		Ledger:   ledger.NewMemory(ledger.MemoryConfig{}),
+		Ledger:   retrybudget.LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})},
 		Observer: h.tel.Observer(),
 	})
 	ctx, parent := h.tp.Tracer("caller").Start(context.Background(), "charges")
