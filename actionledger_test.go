@@ -19,7 +19,7 @@ import (
 // chargeTo sends one payment for act to url through tr with body.
 func chargeTo(t *testing.T, tr http.RoundTripper, url string, act Action, body string) (*http.Response, error) {
 	t.Helper()
-	return send(t, tr, WithAction(context.Background(), act), "POST", url, body)
+	return send(WithAction(context.Background(), act), t, tr, "POST", url, body)
 }
 
 // readAll returns resp's body and its Outcome.

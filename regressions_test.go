@@ -32,12 +32,12 @@ func TestNetHTTPDoesNotResendAPostThatIsNotRepeatable(t *testing.T) {
 			base := &http.Transport{}
 			defer base.CloseIdleConnections()
 			tr, _ := newFakeTransport(Config{Base: base})
-			warm, err := send(t, tr, context.Background(), "GET", p.URL, "")
+			warm, err := send(context.Background(), t, tr, "GET", p.URL, "")
 			if err != nil {
 				t.Fatal(err)
 			}
 			finalOutcome(t, warm) // an idle connection for net/http to reuse
-			_, err = send(t, tr, context.Background(), "POST", p.URL, body)
+			_, err = send(context.Background(), t, tr, "POST", p.URL, body)
 			if !errors.Is(err, ErrUncertain) {
 				t.Fatalf("error %v; want ErrUncertain", err)
 			}
@@ -123,7 +123,7 @@ func TestLedgerSettleDoesNotWaitForASlowBody(t *testing.T) {
 	store := ledger.NewMemory(ledger.MemoryConfig{})
 	tr := New(Config{Ledger: LedgerConfig{Store: store}})
 	start := time.Now()
-	resp, err := send(t, tr, WithAction(context.Background(), order), "POST", p.URL, "x")
+	resp, err := send(WithAction(context.Background(), order), t, tr, "POST", p.URL, "x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestNoAttemptStartsAfterTheDeadline(t *testing.T) {
 	p := newProvider(t, status(201))
 	store := slowStore{Store: ledger.NewMemory(ledger.MemoryConfig{}), delay: 100 * time.Millisecond}
 	tr := New(Config{Ledger: LedgerConfig{Store: store}, Deadline: 50 * time.Millisecond, AttemptTimeout: time.Hour})
-	_, err := send(t, tr, WithAction(context.Background(), order), "POST", p.URL, "x")
+	_, err := send(WithAction(context.Background(), order), t, tr, "POST", p.URL, "x")
 	if !errors.Is(err, ErrDeadline) || len(p.requests()) != 0 {
 		t.Fatalf("error %v, %d sent; want ErrDeadline and nothing sent", err, len(p.requests()))
 	}
@@ -265,7 +265,7 @@ func TestCallStopsRetryingWhenItsLeaseIsTaken(t *testing.T) {
 	store := stolenStore{ledger.NewMemory(ledger.MemoryConfig{})}
 	tr := New(Config{Ledger: LedgerConfig{Store: store, Lease: 3 * time.Millisecond}, MaxAttempts: 10,
 		BaseDelay: 20 * time.Millisecond, Jitter: -1, Budget: budget.Unlimited{}})
-	resp, err := send(t, tr, WithAction(context.Background(), order), "POST", p.URL, "x")
+	resp, err := send(WithAction(context.Background(), order), t, tr, "POST", p.URL, "x")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestRetryThenSuccess(t *testing.T) {
 	host := semconv.ServerAddress("127.0.0.1")
 
 	ctx, parent := h.tp.Tracer("caller").Start(context.Background(), "charge")
-	code, err := do(t, ctx, srv, retrybudget.Config{Observer: h.tel.Observer()})
+	code, err := do(ctx, t, srv, retrybudget.Config{Observer: h.tel.Observer()})
 	parent.End()
 	if err != nil || code != 200 {
 		t.Fatalf("got %d, %v; want 200", code, err)
@@ -153,7 +153,7 @@ func TestGiveUp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, otelretry.Config{})
 			srv := server(t, tt.statuses...)
-			if _, err := do(t, context.Background(), srv, retrybudget.Config{
+			if _, err := do(context.Background(), t, srv, retrybudget.Config{
 				MaxAttempts: tt.attempts, Observer: h.tel.Observer()}); err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +173,7 @@ func TestGiveUp(t *testing.T) {
 func TestBudgetRefusal(t *testing.T) {
 	h := newHarness(t, otelretry.Config{})
 	srv := server(t, "503")
-	_, err := do(t, context.Background(), srv, retrybudget.Config{
+	_, err := do(context.Background(), t, srv, retrybudget.Config{
 		Observer: h.tel.Observer(),
 		Budget:   budget.NewLocal(budget.Config{Percent: -1, MinRetriesPerSec: -1}),
 	})
@@ -205,7 +205,7 @@ func TestLimiterWaitAndCooldown(t *testing.T) {
 	srv := server(t, "429:0", "200")
 	lim := &stepLimiter{waits: []time.Duration{2 * time.Millisecond, 3 * time.Millisecond}}
 	ctx, parent := h.tp.Tracer("caller").Start(context.Background(), "charge")
-	code, err := do(t, ctx, srv, retrybudget.Config{Observer: h.tel.Observer(), Limiter: lim})
+	code, err := do(ctx, t, srv, retrybudget.Config{Observer: h.tel.Observer(), Limiter: lim})
 	parent.End()
 	if err != nil || code != 200 {
 		t.Fatalf("got %d, %v; want 200", code, err)

@@ -156,7 +156,7 @@ func client(t *testing.T, f *fake, route retrybudget.Route, lim *recorder, adjus
 
 // call sends one request and returns the response, its body and its
 // Outcome. A nil ctx means context.Background().
-func call(t *testing.T, c *http.Client, ctx context.Context, method, rawURL string, header ...string) (*http.Response, string, retrybudget.Outcome) {
+func call(ctx context.Context, t *testing.T, c *http.Client, method, rawURL string, header ...string) (*http.Response, string, retrybudget.Outcome) {
 	t.Helper()
 	if ctx == nil {
 		ctx = context.Background()
