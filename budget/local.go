@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/schedule"
 )
 
 // Defaults of a Config's zero fields.
@@ -51,20 +53,8 @@ type Rule struct {
 // plan) use it to apply exactly the rule a Local applies.
 func (c Config) Rule() Rule {
 	r := Rule{Percent: c.Percent, MinRetriesPerSec: c.MinRetriesPerSec, Window: c.Window}
-	switch {
-	case r.Percent == 0:
-		r.Percent = DefaultPercent
-	case r.Percent < 0:
-		r.Percent = 0
-	case r.Percent > 1:
-		r.Percent = 1
-	}
-	switch {
-	case r.MinRetriesPerSec == 0:
-		r.MinRetriesPerSec = DefaultMinRetriesPerSec
-	case r.MinRetriesPerSec < 0:
-		r.MinRetriesPerSec = 0
-	}
+	r.Percent = schedule.Fraction(r.Percent, DefaultPercent)
+	r.MinRetriesPerSec = schedule.Knob(r.MinRetriesPerSec, DefaultMinRetriesPerSec, 0)
 	if r.Window <= 0 {
 		r.Window = DefaultWindow
 	}

@@ -81,10 +81,7 @@ type Redis struct {
 // client (or a nil *redis.Client, *redis.ClusterClient or *redis.Ring) and
 // for a Prefix holding '{' or '}'. It does not contact Redis.
 func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
-	if err := redisstore.CheckClient(rdb); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	prefix, err := redisstore.Prefix(cfg.Prefix, DefaultPrefix)
+	prefix, err := redisstore.Setup(rdb, cfg.Prefix, DefaultPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

@@ -73,10 +73,7 @@ type Redis struct {
 // a nil *redis.Client, *redis.ClusterClient or *redis.Ring) and for a
 // Prefix holding '{' or '}'.
 func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
-	if err := redisstore.CheckClient(client); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	prefix, err := redisstore.Prefix(cfg.Prefix, DefaultPrefix)
+	prefix, err := redisstore.Setup(client, cfg.Prefix, DefaultPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

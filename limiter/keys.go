@@ -3,10 +3,7 @@ package limiter
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"sync"
-
-	"github.com/retrybudget/retrybudget/internal/redisstore"
 )
 
 // DefaultPrefix is the Redis key prefix used when RedisConfig.Prefix is
@@ -23,19 +20,12 @@ const keyDomain = "retrybudget/limiter/key/v1"
 // touch them all. The boundary is hashed, not embedded, for three reasons:
 // a custom Boundary function might return a raw credential; a boundary
 // containing '{' or '}' would otherwise break the tag; and keys stay short.
+//
+// Its prefix follows the key-prefix rule (redisstore.Prefix): a brace in it
+// would move the hash tag off the boundary and pin every boundary to one
+// slot.
 type keyspace struct {
 	prefix string
-}
-
-// newKeyspace applies the key-prefix rule (redisstore.Prefix): a brace in
-// prefix would move the hash tag off the boundary and pin every boundary to
-// one slot.
-func newKeyspace(prefix string) (keyspace, error) {
-	prefix, err := redisstore.Prefix(prefix, DefaultPrefix)
-	if err != nil {
-		return keyspace{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	return keyspace{prefix: prefix}, nil
 }
 
 // base returns the start shared by every key of boundary:

@@ -149,13 +149,11 @@ type Redis struct {
 // wrapping [ErrInvalidConfig] when the configuration cannot work. It does
 // not contact Redis.
 func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
-	if err := redisstore.CheckClient(rdb); err != nil {
+	prefix, err := redisstore.Setup(rdb, cfg.Prefix, DefaultPrefix)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	ks, err := newKeyspace(cfg.Prefix)
-	if err != nil {
-		return nil, err
-	}
+	ks := keyspace{prefix: prefix}
 	bspecs, ospecs, err := groupSpecs(cfg.Limits, cfg.OwnerShare)
 	if err != nil {
 		return nil, err

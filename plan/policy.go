@@ -24,21 +24,14 @@ const DefaultFirstAttemptsPerSec = 100
 // mean, zero values and clamps included, so a Policy built with FromConfig
 // has the Transport's waits.
 type Policy struct {
-	// MaxAttempts limits the attempts per call, the first included. Zero
-	// means 4; a negative value means 1.
-	MaxAttempts int
-	// BaseDelay is the backoff before the first retry. Zero means 200ms.
-	BaseDelay time.Duration
-	// MaxDelay caps a backoff delay, jitter included. Zero means 30s.
-	MaxDelay time.Duration
-	// Jitter is the randomization factor of backoff delays, in [0, 1].
-	// Zero means 0.5; a negative value means none.
-	Jitter float64
-	// MaxWait is the longest Retry-After obeyed by sleeping. Zero means
-	// 60s.
-	MaxWait time.Duration
-	// Deadline bounds the whole call. Zero means none.
-	Deadline time.Duration
+	// MaxAttempts, BaseDelay, MaxDelay, Jitter, MaxWait and Deadline are
+	// the schedule: each means what the retrybudget.Config field of the
+	// same name means, its zero value and clamps included, since both
+	// apply one rule (Policy.WithDefaults).
+	MaxAttempts         int
+	BaseDelay, MaxDelay time.Duration
+	Jitter              float64
+	MaxWait, Deadline   time.Duration
 
 	// Budget is the retry budget's rule. Its zero fields take the
 	// budget.Config defaults (10%, 10 retries per second, 10s).

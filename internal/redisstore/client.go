@@ -47,3 +47,14 @@ func HonoursContext(rdb redis.UniversalClient) bool {
 	}
 	return false
 }
+
+// Setup applies the checks every Redis constructor makes before it builds
+// anything: the client (CheckClient) and the key prefix (Prefix, with def
+// for an empty one). It returns the prefix to use; the error is for the
+// caller to wrap in its own sentinel.
+func Setup(rdb redis.UniversalClient, prefix, def string) (string, error) {
+	if err := CheckClient(rdb); err != nil {
+		return "", err
+	}
+	return Prefix(prefix, def)
+}

@@ -24,38 +24,23 @@ const (
 // retrybudget.Config and plan.Policy, whose fields of the same names it
 // holds with the same meaning.
 type Schedule struct {
-	MaxAttempts int
-	BaseDelay   time.Duration
-	MaxDelay    time.Duration
-	Jitter      float64
-	MaxWait     time.Duration
-	Deadline    time.Duration
+	MaxAttempts                            int
+	Jitter                                 float64
+	BaseDelay, MaxDelay, MaxWait, Deadline time.Duration
 }
 
 // WithDefaults returns s with every zero field replaced by its default and
 // every out-of-range value clamped: a negative MaxAttempts means 1, a
 // negative Jitter none, a Jitter above 1 means 1, a negative Deadline none.
 func (s Schedule) WithDefaults() Schedule {
-	switch {
-	case s.MaxAttempts == 0:
-		s.MaxAttempts = DefaultMaxAttempts
-	case s.MaxAttempts < 0:
-		s.MaxAttempts = 1
-	}
+	s.MaxAttempts = Knob(s.MaxAttempts, DefaultMaxAttempts, 1)
 	if s.BaseDelay <= 0 {
 		s.BaseDelay = DefaultBaseDelay
 	}
 	if s.MaxDelay <= 0 {
 		s.MaxDelay = DefaultMaxDelay
 	}
-	switch {
-	case s.Jitter == 0:
-		s.Jitter = DefaultJitter
-	case s.Jitter < 0:
-		s.Jitter = 0
-	case s.Jitter > 1:
-		s.Jitter = 1
-	}
+	s.Jitter = Fraction(s.Jitter, DefaultJitter)
 	if s.MaxWait <= 0 {
 		s.MaxWait = DefaultMaxWait
 	}
@@ -149,4 +134,29 @@ func (s Schedule) spread() time.Duration {
 		return 0
 	}
 	return time.Duration(rand.Int64N(n + 1))
+}
+
+// Fraction applies the rule of a fraction knob (Jitter, the budget's
+// Percent): zero means def, a negative value none (0), a value above 1 all
+// (1).
+func Fraction(v, def float64) float64 {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return min(v, 1)
+}
+
+// Knob applies the rule of a count knob (MaxAttempts, the budget's
+// MinRetriesPerSec): zero means def, a negative value means negative.
+func Knob[T int | float64](v, def, negative T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return negative
+	}
+	return v
 }
