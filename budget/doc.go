@@ -17,13 +17,15 @@
 // Lua script per decision, so the floor and the percentage are the fleet's.
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
-//	tr := retrybudget.New(retrybudget.Config{
-//		Budget: budget.NewRedis(rdb, budget.RedisConfig{Prefix: "payments:budget:"}),
-//	})
+//	b, err := budget.NewRedis(rdb, budget.RedisConfig{Prefix: "payments:budget:"})
+//	if err != nil {
+//		return err // a nil client or a Prefix with a brace
+//	}
+//	tr := retrybudget.New(retrybudget.Config{Budget: b})
 //
 // Redis is a coordination store here, not a dependency of every call: when
 // it is slow or down, decisions come within RedisConfig.Timeout from the
-// [Policy] in RedisConfig.OnUnavailable (by default a Local fed all along),
+// [FailMode] in RedisConfig.OnUnavailable (by default a Local fed all along),
 // marked Fallback, and sharing resumes by itself when Redis answers again.
 // First attempts never wait for Redis except for one batched round trip per
 // destination per RedisConfig.FlushInterval.

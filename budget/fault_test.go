@@ -43,7 +43,7 @@ const faultDest = "api.example.com#sk_live_s3cret"
 
 // faultRule is deterministic over the test's few seconds: no floor, so the
 // local fallback's answers depend on the counts alone and can be compared
-// with a reference LocalBudget fed the same deposits.
+// with a reference Local fed the same deposits.
 var faultRule = Config{Percent: 0.5, MinRetriesPerSec: -1}
 
 // TestRedisFault kills a private Redis mid-run and restarts it: every
@@ -129,7 +129,7 @@ func TestRedisHang(t *testing.T) {
 
 // healthy waits until b decides from Redis. The first round trip to a
 // fresh server (a dial, EVALSHA, then EVAL) may outlast the short timeout
-// under test on a loaded machine; degraded decisions on the way are
+// under test on a loaded machine; fallback decisions on the way are
 // mirrored on ref, which must keep seeing what b's fallback sees.
 func healthy(t *testing.T, b *Redis, ref *Local) {
 	t.Helper()
@@ -154,8 +154,8 @@ func healthy(t *testing.T, b *Redis, ref *Local) {
 
 // checkOutage makes decisions for a while with Redis down and checks each
 // against the policy and the timeout: failing open, each must equal the
-// reference LocalBudget's (fed the same deposits) and be Degraded; failing
-// closed, each must be refused and Degraded.
+// reference Local's (fed the same deposits) and be a Fallback; failing
+// closed, each must be refused and a Fallback.
 func checkOutage(t *testing.T, b *Redis, ref *Local, depositBoth func(int), policy FailMode) {
 	t.Helper()
 	stalls := startStallMeter()
@@ -217,7 +217,7 @@ func waitShared(t *testing.T, b, peer *Redis) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("still degraded 5s after Redis came back: %+v", d)
+				t.Fatalf("still falling back 5s after Redis came back: %+v", d)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}

@@ -17,7 +17,7 @@ import (
 
 // testTimeout bounds round trips in tests that are not about timeouts: on
 // a loaded machine under the race detector a round trip can exceed the
-// 50ms default, and a degraded decision would fail them for nothing.
+// 50ms default, and a fallback decision would fail them for nothing.
 const testTimeout = 5 * time.Second
 
 // newRedis is mustRedis with testTimeout unless cfg sets a Timeout.
@@ -40,7 +40,7 @@ func mustRedis(t testing.TB, rdb redis.UniversalClient, cfg RedisConfig) *Redis 
 }
 
 // withdrawN withdraws n times and returns how many were allowed and the
-// last decision. It fails t on a degraded decision: these tests are about
+// last decision. It fails t on a fallback decision: these tests are about
 // Redis answering.
 func withdrawN(t testing.TB, b Budget, dest string, n int) (int, Decision) {
 	t.Helper()
@@ -49,7 +49,7 @@ func withdrawN(t testing.TB, b Budget, dest string, n int) (int, Decision) {
 	for range n {
 		d = b.Withdraw(context.Background(), dest)
 		if d.Fallback {
-			t.Fatalf("degraded decision %+v with Redis up", d)
+			t.Fatalf("fallback decision %+v with Redis up", d)
 		}
 		if d.Allowed {
 			allowed++

@@ -17,7 +17,7 @@ import (
 )
 
 // The tests in this file hold the planner to the code it models: the
-// backoff library, LocalBudget and a real Transport.
+// backoff library, budget.Local and a real Transport.
 
 // TestWaitRangesHoldTheLibrarysDelays draws delays from the
 // ExponentialBackOff the Transport builds (wait.go) and checks that every
@@ -68,7 +68,7 @@ func TestWaitRangesHoldTheLibrarysDelays(t *testing.T) {
 }
 
 // TestAmplificationMatchesLocalBudget runs a total outage through a real
-// LocalBudget, fed by a fake clock: first attempts arrive at a steady rate
+// budget.Local, fed by a fake clock: first attempts arrive at a steady rate
 // and every call retries until its attempts run out or the budget refuses
 // one (which ends the call, as in the Transport). The attempts per call it
 // measures must match Amplification.
@@ -96,7 +96,7 @@ func TestAmplificationMatchesLocalBudget(t *testing.T) {
 			want := plan.Amplification(p, tc.maxAttempts)
 			got := simulateOutage(tc.budget, tc.rate, tc.maxAttempts)
 			if math.Abs(got-want) > 0.01*want {
-				t.Errorf("LocalBudget gave %.4f attempts per call, Amplification %.4f", got, want)
+				t.Errorf("budget.Local gave %.4f attempts per call, Amplification %.4f", got, want)
 			}
 		})
 	}

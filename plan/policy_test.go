@@ -81,10 +81,10 @@ func TestFromConfig(t *testing.T) {
 	}
 	cfg.Budget = budget.Unlimited{}
 	if !plan.FromConfig(cfg).NoBudget {
-		t.Error("UnlimitedBudget did not set NoBudget")
+		t.Error("budget.Unlimited did not set NoBudget")
 	}
 	cfg.Budget = budget.NewLocal(budget.Config{Percent: 0.5})
 	if p := plan.FromConfig(cfg); p.NoBudget || p.Budget != (budget.Config{}) {
-		t.Errorf("a LocalBudget gave %+v, want the default rule", p)
+		t.Errorf("a budget.Local gave %+v, want the default rule", p)
 	}
 }

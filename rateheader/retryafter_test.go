@@ -34,7 +34,7 @@ func TestParseRetryAfter(t *testing.T) {
 }
 
 // FuzzRetryAfter checks that the decimal-tolerant parser never panics,
-// agrees with retrybudget.ParseRetryAfter on everything without a dot, and
+// agrees with retryafter.Parse on everything without a dot, and
 // never returns a decimal wait that is negative.
 func FuzzRetryAfter(f *testing.F) {
 	for _, seed := range []string{"2.0", "120", "Wed, 02 Dec 2026 10:05:00 GMT", "-2.0", "3153600000.0", "3153600001.0", "0.0000000001", "."} {
