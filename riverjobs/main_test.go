@@ -17,4 +17,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// envRole names the role of a child process of the fleet test.
+const envRole = "RIVERJOBS_ROLE"
+
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -49,7 +49,7 @@ type Provider struct {
 	mu         sync.Mutex // guards all below
 	faults     Faults
 	rng        *rand.Rand
-	answers    map[string][]byte // by idempotency key
+	answers    map[string]stored // by idempotency key
 	effects    map[string]int    // by order
 	arrivals   int
 	replays    int // requests answered from answers: a key seen again
@@ -64,7 +64,7 @@ func Start(f Faults) *Provider {
 	}
 	p := &Provider{
 		faults: f, rng: rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15)),
-		answers: map[string][]byte{}, effects: map[string]int{}, counts: map[string]int{},
+		answers: map[string]stored{}, effects: map[string]int{}, counts: map[string]int{},
 	}
 	p.Server = httptest.NewUnstartedServer(http.HandlerFunc(p.serve))
 	p.Start()
@@ -79,6 +79,13 @@ func (p *Provider) SetFaults(f Faults) {
 		f.BurstLength = time.Second
 	}
 	p.faults = f
+}
+
+// StartBurst refuses every request with 429 for d from now.
+func (p *Provider) StartBurst(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.burstUntil = time.Now().Add(d)
 }
 
 func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
@@ -105,9 +112,11 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a, ok := p.answers[key]; ok {
+		// The first answer again, status included, as a provider
+		// honouring Idempotency-Key does.
 		p.replays++
 		p.mu.Unlock()
-		answer(w, http.StatusCreated, a)
+		answer(w, a.status, a.body)
 		return
 	}
 	fault := p.draw()
@@ -125,7 +134,7 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 			p.effects[c.Order]++
 			a = []byte(fmt.Sprintf(`{"id":"ch_%d","order":%q}`, len(p.answers), c.Order))
 		}
-		p.answers[key] = a
+		p.answers[key] = stored{status: status, body: a}
 	}
 	p.mu.Unlock()
 
@@ -165,6 +174,12 @@ func refuse(w http.ResponseWriter, until time.Time) {
 	secs := int((time.Until(until) + time.Second - 1) / time.Second)
 	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
 	w.WriteHeader(http.StatusTooManyRequests)
+}
+
+// stored is the answer given to one idempotency key.
+type stored struct {
+	status int
+	body   []byte
 }
 
 func answer(w http.ResponseWriter, status int, a []byte) {
