@@ -47,7 +47,7 @@ const (
 // The fleet's settings, shared by the parent (for its checks) and the
 // workers.
 const (
-	fleetMaxWait     = time.Second
+	fleetMaxWait     = 2 * time.Second
 	fleetRate        = 300 // requests per second on the shared boundary
 	fleetWorkers     = 16  // River workers per process
 	fleetJobTimeout  = 8 * time.Second
@@ -81,13 +81,25 @@ func TestFleetWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	var maxSleep time.Duration
+	var maxSleep, maxLimitSleep time.Duration
+	limitWaits := map[*http.Request]time.Duration{}
 	slept := func(d time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()
 		if d > maxSleep {
 			maxSleep = d
 			fmt.Printf("sleep %d\n", d)
+		}
+	}
+	// The Transport sleeps a limiter wait (a cooldown a 429 set, or the
+	// rate) only while the call's waits add up to MaxWait at most.
+	limited := func(ev retrybudget.LimitEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		limitWaits[ev.Request] += ev.Wait
+		if w := limitWaits[ev.Request]; w <= fleetMaxWait && w > maxLimitSleep {
+			maxLimitSleep = w
+			fmt.Printf("limitsleep %d\n", w)
 		}
 	}
 	base := &http.Transport{MaxIdleConnsPerHost: fleetWorkers}
@@ -109,7 +121,7 @@ func TestFleetWorker(t *testing.T) {
 				if ev.RetryAfter > 0 {
 					slept(ev.Delay)
 				}
-			}},
+			}, Limited: limited},
 		})),
 	}})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
@@ -147,8 +159,9 @@ type fleetProc struct {
 	stdin io.WriteCloser
 	done  chan struct{} // closed when its output ends
 	mu    sync.Mutex    // guards maxSleep
-	// maxSleep is the longest wait the process reported sleeping.
-	maxSleep time.Duration
+	// maxSleep and maxLimitSleep are the longest Retry-After and limiter
+	// waits the process reported sleeping.
+	maxSleep, maxLimitSleep time.Duration
 }
 
 func startFleetProc(t *testing.T, id string, env []string) *fleetProc {
@@ -183,6 +196,11 @@ func startFleetProc(t *testing.T, id string, env []string) *fleetProc {
 				n, _ := strconv.ParseInt(strings.TrimPrefix(line, "sleep "), 10, 64)
 				p.mu.Lock()
 				p.maxSleep = max(p.maxSleep, time.Duration(n))
+				p.mu.Unlock()
+			case strings.HasPrefix(line, "limitsleep "):
+				n, _ := strconv.ParseInt(strings.TrimPrefix(line, "limitsleep "), 10, 64)
+				p.mu.Lock()
+				p.maxLimitSleep = max(p.maxLimitSleep, time.Duration(n))
 				p.mu.Unlock()
 			case strings.HasPrefix(line, "---"), strings.HasPrefix(line, "==="), line == "PASS", strings.HasPrefix(line, "ok"):
 			default:
@@ -220,7 +238,7 @@ func TestFleet(t *testing.T) {
 	rdb := redistest.Client(t)
 	prefix := redistest.Prefix(t)
 	provider := fakeprovider.Start(fakeprovider.Faults{
-		Burst429: 0.006, BurstLength: 1500 * time.Millisecond, Unavailable: 0.04, Lost: 0.04, Seed: 7,
+		Burst429: 0.006, BurstLength: 4 * time.Second, Unavailable: 0.04, Lost: 0.04, Seed: 7,
 	})
 	t.Cleanup(provider.Close)
 	ctx := context.Background()
@@ -387,16 +405,19 @@ func TestFleet(t *testing.T) {
 	if stats.Effects != completed {
 		t.Errorf("effects %d != completed jobs %d", stats.Effects, completed)
 	}
-	var maxSleep time.Duration
+	var maxSleep, maxLimitSleep time.Duration
 	for _, p := range procs {
 		p.mu.Lock()
-		maxSleep = max(maxSleep, p.maxSleep)
+		maxSleep, maxLimitSleep = max(maxSleep, p.maxSleep), max(maxLimitSleep, p.maxLimitSleep)
 		p.mu.Unlock()
 	}
 	// A Retry-After within MaxWait is slept plus a spread of up to
 	// Jitter×BaseDelay (100ms by default); anything longer is snoozed.
 	if limit := fleetMaxWait + retrybudget.DefaultBaseDelay/2; maxSleep > limit {
 		t.Errorf("a worker goroutine slept %v; want at most MaxWait plus spread (%v): longer waits are snoozed", maxSleep, limit)
+	}
+	if maxLimitSleep > fleetMaxWait {
+		t.Errorf("a worker goroutine slept %v on the limiter; want at most MaxWait (%v)", maxLimitSleep, fleetMaxWait)
 	}
 	if stats.Faults["429"] == 0 || stats.Faults["503"] == 0 || stats.Faults["lost"] == 0 {
 		t.Errorf("faults injected %v; want 429 bursts, 503s and lost responses", stats.Faults)
@@ -407,7 +428,8 @@ func TestFleet(t *testing.T) {
 	t.Logf("%d jobs in %v: %d completed, %d cancelled with a reason (%d held), 0 lost; provider: %d arrivals, %d effects, %d duplicates, %d replays by key, faults %v",
 		jobs, elapsed.Round(time.Millisecond), completed, cancelled, held, stats.Arrivals, stats.Effects, stats.Duplicates, stats.Replays, stats.Faults)
 	t.Logf("killed %s with %d jobs running on it: all finished, %d of them completed as ledger replays", victim, len(interrupted), interruptedReplayed)
-	t.Logf("longest wait slept by a worker goroutine: %v (MaxWait %v)", maxSleep, fleetMaxWait)
+	t.Logf("longest Retry-After slept by a worker goroutine: %v; longest limiter wait slept: %v (MaxWait %v; longer ones were snoozed)",
+		maxSleep, maxLimitSleep, fleetMaxWait)
 	t.Logf("jobs by River attempts: %s", histogram(riverAttempts))
 	t.Logf("jobs by provider sends (all runs): %s", histogram(sends))
 	t.Logf("jobs by snoozes: %s (%d jobs snoozed at least once)", histogram(snoozes), snoozedJobs)

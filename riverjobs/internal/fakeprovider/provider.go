@@ -26,11 +26,11 @@ type Charge struct {
 // Faults says how often the provider misbehaves. Shares are of the
 // requests that reach the fault draw; zero means never.
 type Faults struct {
-	// Burst429 is the share of requests that start a burst: for
-	// BurstLength every request is refused with 429 and a Retry-After
-	// naming the burst's end.
+	// Burst429 is the share of requests that start a burst: for a time
+	// drawn between BurstLength/4 and BurstLength, every request is
+	// refused with 429 and a Retry-After naming the burst's end.
 	Burst429 float64
-	// BurstLength is how long a burst lasts. Zero means 1s.
+	// BurstLength is the longest burst. Zero means 1s.
 	BurstLength time.Duration
 	// Unavailable is the share answered 503 without Retry-After.
 	Unavailable float64
@@ -121,7 +121,8 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	fault := p.draw()
 	if fault == "429" {
-		p.burstUntil = now.Add(p.faults.BurstLength)
+		l := p.faults.BurstLength
+		p.burstUntil = now.Add(l/4 + time.Duration(p.rng.Int64N(int64(l-l/4)+1)))
 	}
 	until := p.burstUntil
 	var a []byte
