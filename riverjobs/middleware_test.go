@@ -76,11 +76,9 @@ func TestTwoJobsOneOrderChargeOnce(t *testing.T) {
 // queue shows it scheduled at the provider's time, no attempt is burnt,
 // and the metadata says why.
 func TestLongRetryAfterSnoozesUntilRetryAt(t *testing.T) {
-	h := newHarness(t, harnessOpts{
-		faults:    fakeprovider.Faults{Burst429: 1, BurstLength: time.Minute},
-		transport: retrybudget.Config{MaxWait: 100 * time.Millisecond},
-	})
+	h := newHarness(t, harnessOpts{transport: retrybudget.Config{MaxWait: 100 * time.Millisecond}})
 	start := time.Now()
+	h.provider.StartBurst(time.Minute)
 	job := h.insert(t, PaymentArgs{Tenant: "acme", Order: "o-3", Amount: 1}, nil)
 	h.await(t, job.ID, eventWait, river.EventKindJobSnoozed)
 
