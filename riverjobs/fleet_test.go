@@ -104,12 +104,16 @@ func TestFleetWorker(t *testing.T) {
 	}
 	base := &http.Transport{MaxIdleConnsPerHost: fleetWorkers}
 	defer base.CloseIdleConnections()
+	led, err := ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix + "led:"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mw := riverjobs.New(paymentConfig)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &PaymentWorker{URL: os.Getenv(envProvider), Client: &http.Client{
 		Transport: riverjobs.Record(retrybudget.New(retrybudget.Config{
 			Base:           base,
-			Ledger:         ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix + "led:"}),
+			Ledger:         led,
 			LedgerLease:    fleetLease,
 			KeysHonoured:   true,
 			Limiter:        lim,
