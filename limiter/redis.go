@@ -149,8 +149,8 @@ type Redis struct {
 	detached bool
 
 	pauses   pauses
-	fallback *Local  // the FailOpen fallback; nil with FailClosed
-	leases   *leases // nil without leasing
+	fallback *Local   // the FailOpen fallback; nil with FailClosed
+	leases   *leases  // nil without leasing
 	batch    *batcher // nil without coalescing (with leasing, or MaxBatch 1)
 	health   *redishealth.Tracker
 
