@@ -7,12 +7,15 @@
 -- KEYS[2..L+1]   one string per limit holding its TAT (see decide.lua).
 -- KEYS[L+2]      with the fair queue only: a hash, one field per owner
 --                holding the slots (µs of Redis TIME, comma-separated) it
---                has reserved and not yet reached.
+--                has reserved and not yet reached, after the latest it
+--                reached within the lookahead.
 -- ARGV[1]        the clock: 0 means Redis TIME; anything else is "now" in
 --                µs, which only tests send, so that queue order can be
 --                checked against a fake clock.
 -- ARGV[2]        L, the number of limits.
--- ARGV[3]        1 when KEYS[L+2] is the fair queue, else 0.
+-- ARGV[3]        without the fair queue, -1; with it (KEYS[L+2]), how far
+--                ahead of now (µs) an owner alone may hold slots beyond
+--                its weight.
 -- ARGV[4..]      for each limit: emission interval (µs), burst, reason code
 --                (as in decide.lua).
 -- then           n, the number of requests, and for each request three
@@ -39,7 +42,10 @@
 -- The fair queue is round-robin by owner: an owner may hold at most its
 -- weight of slots ahead of now, so while the boundary is saturated each
 -- owner that keeps asking gets its weight of slots per round, whatever
--- number of requests it has waiting; an owner alone holds every slot.
+-- number of requests it has waiting. An owner alone (no other owner had a
+-- slot within the lookahead) may also hold every slot up to the lookahead,
+-- so that the boundary stays busy while its requests come back for their
+-- next slot.
 
 if redis.replicate_commands then redis.replicate_commands() end
 
@@ -53,7 +59,8 @@ if now == 0 then
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local nlim = tonumber(ARGV[2])
-local fair = tonumber(ARGV[3]) == 1
+local lookahead = tonumber(ARGV[3])
+local fair = lookahead >= 0
 local at = 4 + 3 * nlim
 local n = tonumber(ARGV[at])
 local reply = {now}
@@ -77,20 +84,29 @@ for i = 1, nlim do
   if T[i] > tmax then tmax = T[i] end
 end
 
--- The queue: every owner's slots still ahead of now, and how many owners
--- hold any (the length of a round).
-local q, active, dirty = {}, 0, false
+-- The queue: every owner's slots still ahead of now (q), its latest slot
+-- already reached if within the lookahead (passed), how many owners hold
+-- slots ahead (active, the length of a round) and how many held one
+-- within the lookahead (recent: an owner is alone only if no other is).
+local q, passed, active, recent, dirty = {}, {}, 0, 0, false
 local qkey = KEYS[nlim + 2]
 if fair then
   local all = redis.call('HGETALL', qkey)
   for k = 1, #all, 2 do
-    local slots = {}
+    local owner, slots = all[k], {}
     for s in string.gmatch(all[k + 1], '%d+') do
       s = tonumber(s)
-      if s > now then slots[#slots + 1] = s else dirty = true end
+      if s > now then
+        slots[#slots + 1] = s
+      elseif s > now - lookahead then
+        passed[owner] = math.max(passed[owner] or 0, s)
+      else
+        dirty = true
+      end
     end
-    q[all[k]] = slots
+    q[owner] = slots
     if #slots > 0 then active = active + 1 end
+    if #slots > 0 or passed[owner] then recent = recent + 1 end
   end
 end
 
@@ -113,7 +129,12 @@ for j = 1, n do
     if not mine then mine = {}; q[owner] = mine end
   end
   local r
-  if mine and #mine >= weight then
+  local full = mine and #mine >= weight
+  local me = (mine and (#mine > 0 or passed[owner])) and 1 or 0
+  if full and recent == me and slot <= now + math.min(lookahead, maxwait) then
+    full = false -- alone: keep the boundary busy
+  end
+  if full then
     -- The owner holds all its slots: a slot frees when its first is
     -- reached, and its next turn comes a round after its last.
     local b = behind[owner] or 0
@@ -126,9 +147,14 @@ for j = 1, n do
     -- request when it is sent, at the slot.
     for i = 1, nlim do tat[i] = math.max(tat[i], slot) + T[i] end
     taken = taken + 1
-    if mine and slot > now then
-      if #mine == 0 then active = active + 1 end
-      mine[#mine + 1] = slot
+    if mine then
+      if me == 0 then recent = recent + 1 end
+      if slot > now then
+        if #mine == 0 then active = active + 1 end
+        mine[#mine + 1] = slot
+      else
+        passed[owner] = slot
+      end
       dirty = true
     end
     r = {1, slot - now, 0, 0, mine and #mine or 0}
@@ -149,12 +175,14 @@ if dirty then
   redis.call('DEL', qkey)
   local last = 0
   for owner, slots in pairs(q) do
-    if #slots > 0 then
-      local s = {}
-      for k, v in ipairs(slots) do s[k] = fmt(v) end
-      redis.call('HSET', qkey, owner, table.concat(s, ','))
-      if slots[#slots] > last then last = slots[#slots] end
+    local s = {}
+    if passed[owner] then
+      s[1] = fmt(passed[owner])
+      last = math.max(last, passed[owner] + lookahead)
     end
+    for _, v in ipairs(slots) do s[#s + 1] = fmt(v) end
+    if #slots > 0 then last = math.max(last, slots[#slots]) end
+    if #s > 0 then redis.call('HSET', qkey, owner, table.concat(s, ',')) end
   end
   if last > 0 then
     redis.call('PEXPIRE', qkey, math.ceil((last - now) / 1000) + 1)

@@ -168,17 +168,17 @@ func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]
 	// boundary's, then the owner's share), and after want their triples.
 	keys, limitArgs := l.decisionCall(Request{Boundary: k.boundary, Owner: k.owner}, 0)
 	limitArgs = limitArgs[1:]
-	fair := 0
-	if l.batch.queue != nil {
+	lookahead := int64(-1)
+	if q := l.batch.queue; q != nil {
 		keys = append(keys[:len(keys):len(keys)], l.cache.get(k.boundary, l.buildKeys).base+queueSuffix)
-		fair = 1
+		lookahead = q.lookahead.Microseconds()
 	}
 	var clock int64
 	if l.batch.scriptNow != nil {
 		clock = l.batch.scriptNow().UnixMicro()
 	}
 	args := make([]any, 0, 4+len(limitArgs)+3*len(ins))
-	args = append(args, clock, len(limitArgs)/3, fair)
+	args = append(args, clock, len(limitArgs)/3, lookahead)
 	args = append(args, limitArgs...)
 	args = append(args, len(ins))
 	for _, in := range ins {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,7 +92,7 @@ func TestBatchTakesFromEveryLimit(t *testing.T) {
 // so a test can line callers up behind a round trip in flight. It counts
 // script runs.
 type gate struct {
-	runs    atomic.Int64
+	scriptRuns
 	once    sync.Once
 	entered chan struct{}
 	release chan struct{}
@@ -101,12 +100,10 @@ type gate struct {
 
 func newGate() *gate { return &gate{entered: make(chan struct{}), release: make(chan struct{})} }
 
-func (g *gate) DialHook(next redis.DialHook) redis.DialHook { return next }
-
 func (g *gate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if cmd.Name() == "evalsha" || cmd.Name() == "eval" {
-			g.runs.Add(1)
+			g.n.Add(1)
 			g.once.Do(func() {
 				close(g.entered)
 				<-g.release
@@ -114,10 +111,6 @@ func (g *gate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return next(ctx, cmd)
 	}
-}
-
-func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // waiters returns the number of callers waiting behind the round trip in
@@ -184,7 +177,7 @@ func TestCoalescedRoundTrips(t *testing.T) {
 	if len(waits) != 54 {
 		t.Errorf("%d distinct RetryAfter among 54 refused, want each its own place", len(waits))
 	}
-	if n := g.runs.Load(); n != 2 {
+	if n := g.n.Load(); n != 2 {
 		t.Errorf("%d script runs for 64 concurrent decisions, want 2", n)
 	}
 }

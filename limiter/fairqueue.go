@@ -22,7 +22,8 @@ import (
 // work-conserving: an owner alone gets every slot, and a slot nobody holds
 // goes to the next asker. A request whose slot would come after its
 // deadline (the context's, or MaxWait) takes nothing and returns at once,
-// refused, with RetryAfter the estimated wait for its place.
+// refused, with RetryAfter the estimated wait for its place. An owner alone
+// may hold slots up to Lookahead ahead, beyond its weight.
 type FairQueue struct {
 	// Weights gives an owner (Request.Owner) that many slots per round,
 	// instead of one. Every process of the fleet must use the same
@@ -33,10 +34,19 @@ type FairQueue struct {
 	// MaxWait bounds how long Allow waits for a slot, when the context's
 	// deadline is later or absent. Zero means 10 seconds.
 	MaxWait time.Duration
+
+	// Lookahead is how far ahead an owner alone on the boundary may hold
+	// slots beyond its weight, so that the boundary stays busy while the
+	// owner's requests come back for their next slot; another owner
+	// waits at most this long behind them. Zero means 50ms.
+	Lookahead time.Duration
 }
 
-// defaultQueueMaxWait is the wait for a slot when FairQueue.MaxWait is zero.
-const defaultQueueMaxWait = 10 * time.Second
+// Defaults of zero FairQueue fields.
+const (
+	defaultQueueMaxWait   = 10 * time.Second
+	defaultQueueLookahead = 50 * time.Millisecond
+)
 
 // queueSuffix names the fair queue's hash after a boundary's key base.
 const queueSuffix = "q"
@@ -61,8 +71,9 @@ type fairQueue struct {
 	mu      sync.Mutex
 	waiting map[string]int // owner -> requests of this process waiting for a place
 
-	weights map[string]int
-	maxWait time.Duration
+	weights   map[string]int
+	maxWait   time.Duration
+	lookahead time.Duration
 }
 
 // newBatcher validates the batching and queue settings of cfg and returns
@@ -84,8 +95,8 @@ func newBatcher(cfg RedisConfig) (*batcher, error) {
 		sleep:     sleepCtx,
 	}
 	if q := cfg.Queue; q != nil {
-		if q.MaxWait < 0 {
-			return nil, fmt.Errorf("%w: negative Queue.MaxWait", ErrInvalidConfig)
+		if q.MaxWait < 0 || q.Lookahead < 0 {
+			return nil, fmt.Errorf("%w: negative Queue.MaxWait or Lookahead", ErrInvalidConfig)
 		}
 		for _, w := range q.Weights {
 			if w < 1 || w > maxDepth {
@@ -93,9 +104,10 @@ func newBatcher(cfg RedisConfig) (*batcher, error) {
 			}
 		}
 		b.queue = &fairQueue{
-			waiting: make(map[string]int),
-			weights: q.Weights,
-			maxWait: cmp0(q.MaxWait, defaultQueueMaxWait),
+			waiting:   make(map[string]int),
+			weights:   q.Weights,
+			maxWait:   cmp0(q.MaxWait, defaultQueueMaxWait),
+			lookahead: cmp0(q.Lookahead, defaultQueueLookahead),
 		}
 	}
 	return b, nil

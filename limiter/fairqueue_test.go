@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -157,4 +158,32 @@ func (l *Redis) batchReserve(owner string, maxWait time.Duration) error {
 	_, err := l.runBatch(context.Background(), groupKey{boundary: "b"},
 		[]slotRequest{{maxWait: maxWait, owner: keyHash(owner), weight: 1}})
 	return err
+}
+
+// TestFairQueueLookahead: an owner alone holds slots up to the lookahead
+// beyond its weight; the next owner gets the slot after them, and the lone
+// owner's extra slots stop once another owner holds one.
+func TestFairQueueLookahead(t *testing.T) {
+	l, _ := newQueued(t, FairQueue{Lookahead: 250 * time.Millisecond})
+	req := func(owner string) slotRequest {
+		return slotRequest{maxWait: 10 * time.Second, owner: keyHash(owner), weight: 1}
+	}
+	outs, err := l.runBatch(context.Background(), groupKey{boundary: "b"},
+		[]slotRequest{req("A"), req("A"), req("A"), req("A"), req("B"), req("A")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range outs {
+		got = append(got, fmt.Sprintf("%v:%v", o.granted, o.wait))
+	}
+	// A: now, +100ms (its weight), +200ms (within the lookahead); the
+	// fourth is refused with its place at +300ms, the next slot. B gets
+	// +300ms. A's last is refused although A is the one waiting: B holds a
+	// slot, so a round is two slots, and it is the second A in line:
+	// max(+400ms, A's last slot +200ms + a round) + a round = +600ms.
+	want := []string{"true:0s", "true:100ms", "true:200ms", "false:300ms", "true:300ms", "false:600ms"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
 }
