@@ -103,10 +103,11 @@ const (
 // credential shares one limit. It works with any redis.UniversalClient:
 // standalone, sentinel (failover) or cluster.
 //
-// Each decision is one round trip running one Lua script, which reads
-// Redis TIME (the fleet's one clock), checks the boundary's cooldown and
-// every limit (and the owner's share), and takes a token from all of them
-// or from none. The script runs with EVALSHA, falling back to EVAL the
+// Each round trip runs one Lua script, which reads Redis TIME (the fleet's
+// one clock), checks the boundary's cooldown and every limit (and the
+// owner's share), and takes a token from all of them or from none, for
+// every request coalesced into it (RedisConfig.MaxBatch): concurrent
+// decisions of one boundary in one process share a round trip, exactly. The script runs with EVALSHA, falling back to EVAL the
 // first time a server lacks it. All keys of a boundary share a hash tag,
 // so a cluster keeps them on one slot.
 //
