@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/retrybudget/retrybudget/internal/ctxsleep"
 )
 
 // FairQueue configures the fleet-wide fair queue of a [Redis] limiter
@@ -60,7 +62,7 @@ type batcher struct {
 
 	// scriptNow is the script's clock seam: nil means Redis TIME.
 	scriptNow func() time.Time
-	// sleep is the waiting seam: sleepCtx except in tests.
+	// sleep is the waiting seam: ctxsleep.Sleep except in tests.
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
@@ -92,7 +94,7 @@ func newBatcher(cfg RedisConfig) (*batcher, error) {
 	b := &batcher{
 		coalescer: coalescer{max: cmp0(cfg.MaxBatch, defaultMaxBatch)},
 		script:    redis.NewScript(batchLua),
-		sleep:     sleepCtx,
+		sleep:     ctxsleep.Sleep,
 	}
 	if q := cfg.Queue; q != nil {
 		if q.MaxWait < 0 || q.Lookahead < 0 {
@@ -201,16 +203,4 @@ func (q *fairQueue) waitingFor(owner string) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.waiting[owner]
-}
-
-// sleepCtx waits for d or until ctx ends, and returns ctx.Err() then.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/retrybudget/retrybudget/internal/ctxsleep"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
@@ -184,7 +185,7 @@ func TestShareWorker(t *testing.T) {
 							granted++
 						}
 					default:
-						_ = sleepCtx(ctx, d.RetryAfter)
+						_ = ctxsleep.Sleep(ctx, d.RetryAfter)
 					}
 				}
 				mu.Lock()
