@@ -83,7 +83,7 @@ func (o fleetOutcome) amplification() float64 {
 // TestFleet: four worker processes sharing the Redis budget against a dead
 // provider send at most 1.15 attempts per logical request between them,
 // while a healthy provider in the same run gets the retries it needs. The
-// same workers with a LocalBudget each are the control.
+// same workers with a budget.Local each are the control.
 //
 // Two traffic levels show where sharing matters. Busy workers (200 calls
 // each) are bounded by the 10% share, which adds up the same whether

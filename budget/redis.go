@@ -111,7 +111,7 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		now: time.Now,
 	}
 	if policy == FailOpen {
-		// The caller's config, not r: LocalBudget reads a zero field as
+		// The caller's config, not r: Local reads a zero field as
 		// its default, where r's zeros mean none.
 		b.local = NewLocal(cfg.Config)
 	}

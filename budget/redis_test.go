@@ -79,7 +79,7 @@ func scanKeys(t testing.TB, rdb redis.UniversalClient, prefix string) []string {
 	return keys
 }
 
-// The script's rule and LocalBudget's decide alike, step by step, down to
+// The script's rule and Local's decide alike, step by step, down to
 // the float comparison at the boundary. Each case runs well inside one
 // second, so a floor of 1/s refills no whole token during it and the
 // outcome does not depend on timing.

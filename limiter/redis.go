@@ -66,6 +66,19 @@ type RedisConfig struct {
 	// LeaseTTL is how long leased tokens may be spent. Zero means 100ms.
 	LeaseTTL time.Duration
 
+	// MaxBatch is the most concurrent decisions of one boundary that
+	// share a round trip: while one is in flight, arriving requests wait
+	// and the next round trip decides all of them, exactly (see [Redis]).
+	// Zero means 256; 1 means one round trip per decision. Ignored with
+	// Lease.
+	MaxBatch int
+
+	// Queue, when set, serves a saturated boundary round-robin by owner
+	// across the fleet, and Allow waits for its slot (see [FairQueue]).
+	// Nil means no queue: Allow never waits. It cannot be combined with
+	// Lease.
+	Queue *FairQueue
+
 	// MaxCooldown caps a single cooldown, so that a hostile or broken
 	// Retry-After cannot pause a boundary for days. Zero means five
 	// minutes.
@@ -91,10 +104,11 @@ const (
 // credential shares one limit. It works with any redis.UniversalClient:
 // standalone, sentinel (failover) or cluster.
 //
-// Each decision is one round trip running one Lua script, which reads
-// Redis TIME (the fleet's one clock), checks the boundary's cooldown and
-// every limit (and the owner's share), and takes a token from all of them
-// or from none. The script runs with EVALSHA, falling back to EVAL the
+// Each round trip runs one Lua script, which reads Redis TIME (the fleet's
+// one clock), checks the boundary's cooldown and every limit (and the
+// owner's share), and takes a token from all of them or from none, for
+// every request coalesced into it (RedisConfig.MaxBatch): concurrent
+// decisions of one boundary in one process share a round trip, exactly. The script runs with EVALSHA, falling back to EVAL the
 // first time a server lacks it. All keys of a boundary share a hash tag,
 // so a cluster keeps them on one slot.
 //
@@ -137,8 +151,9 @@ type Redis struct {
 	detached bool
 
 	pauses   pauses
-	fallback *Local  // the FailOpen fallback; nil with FailClosed
-	leases   *leases // nil without leasing
+	fallback *Local   // the FailOpen fallback; nil with FailClosed
+	leases   *leases  // nil without leasing
+	batch    *batcher // nil without coalescing (with leasing, or MaxBatch 1)
 	health   *redisstore.Tracker
 
 	// now is the clock seam: time.Now except in tests.
@@ -207,6 +222,9 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	if cfg.Lease > 1 && len(bspecs) > 0 {
 		l.leases = newLeases(cmp0(cfg.LeaseTTL, defaultLeaseTTL))
 	}
+	if l.batch, err = newBatcher(cfg); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 
@@ -238,6 +256,9 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 	if ok, err := l.health.Attempt(now); !ok {
 		return l.unavailable(r, now, err)
 	}
+	if l.batch != nil {
+		return l.allowBatched(ctx, r, now)
+	}
 
 	want := 1
 	if l.leases != nil {
@@ -267,6 +288,12 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 		}
 		return Decision{Allowed: true}, nil
 	}
+	return l.refusal(r.Boundary, wait, reason), nil
+}
+
+// refusal returns the Decision for a script's refusal of a request to
+// boundary.
+func (l *Redis) refusal(boundary string, wait time.Duration, reason int64) Decision {
 	d := Decision{RetryAfter: ceilMicro(wait)}
 	switch reason {
 	case reasonCooldown:
@@ -274,14 +301,16 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 		// at most wait after now; measured from before the call it could
 		// end early. Remember it, so this process asks no more until then.
 		after := l.now()
-		d.CooldownUntil = l.pauses.extend(r.Boundary, after.Add(wait), after)
+		d.CooldownUntil = l.pauses.extend(boundary, after.Add(wait), after)
 		d.Reason = ReasonCooldown
 	case reasonOwner:
 		d.Reason = ReasonOwner
+	case reasonQueue:
+		d.Reason = ReasonQueue
 	default:
 		d.Reason = ReasonRate
 	}
-	return d, nil
+	return d
 }
 
 // decisionCall returns the keys and arguments of decide.lua for r.
