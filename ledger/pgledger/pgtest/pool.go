@@ -21,11 +21,7 @@ const setupTimeout = 30 * time.Second
 // (see Schema). The pool is closed and the schema dropped by t.Cleanup.
 func Pool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	url := os.Getenv(URLEnv)
-	if url == "" {
-		url = Start(t).URL
-	}
-	return PoolOn(t, url)
+	return PoolOn(t, URL(t))
 }
 
 // PoolOn is Pool on the database at url.
@@ -85,4 +81,14 @@ func Schema(t testing.TB, url string) string {
 		}
 	})
 	return name
+}
+
+// URL returns DATABASE_URL, or else the URL of a private server started
+// for t (see Start).
+func URL(t testing.TB) string {
+	t.Helper()
+	if url := os.Getenv(URLEnv); url != "" {
+		return url
+	}
+	return Start(t).URL
 }
