@@ -100,7 +100,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	reply, err := r.reserve.Run(ctx, r.client, []string{r.keyName(req.Key)},
 		req.Fingerprint, req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 		flag(req.Limited), flag(req.Reconciler), flag(req.KeysHonoured),
-		req.Key.Tenant, req.Key.Operation, req.Key.Key, newToken(),
+		req.Key.Tenant, req.Key.Operation, req.Key.Key, newToken(), r.cfg.HistoryCap(),
 	).StringSlice()
 	if err != nil {
 		return Reservation{}, fmt.Errorf("ledger: redis reserve: %w", err)
@@ -159,7 +159,7 @@ func (r *Redis) Renew(ctx context.Context, k Key, token int64, lease time.Durati
 
 // AddAttempt implements Store.
 func (r *Redis) AddAttempt(ctx context.Context, k Key, token int64, class string) (Attempt, error) {
-	reply, err := r.attempt.Run(ctx, r.client, []string{r.keyName(k)}, token, class).Result()
+	reply, err := r.attempt.Run(ctx, r.client, []string{r.keyName(k)}, token, class, r.cfg.HistoryCap()).Result()
 	if err != nil {
 		return Attempt{}, fmt.Errorf("ledger: redis add attempt: %w", err)
 	}

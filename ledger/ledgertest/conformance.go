@@ -42,6 +42,7 @@ var cases = []struct {
 	{"RenewKeepsLease", testRenewKeepsLease},
 	{"FailedRetriesUncertainHolds", testFailedRetriesUncertainHolds},
 	{"AddAttempt", testAddAttempt},
+	{"HistoryCapped", testHistoryCapped},
 	{"NotOwner", testNotOwner},
 	{"DelayedWritesNothing", testDelayedWritesNothing},
 	{"Sweep", testSweep},

@@ -254,3 +254,29 @@ func testDelayedWritesNothing(t *testing.T, h Harness) {
 	}
 	wantVerdict(t, h.reserve(t, ledger.ReserveRequest{Key: keyA, Fingerprint: fpA}), ledger.VerdictRetry)
 }
+
+// testHistoryCapped pins that a record keeps only the newest
+// DefaultMaxAttempts entries of its history, still numbered from the
+// action's first attempt, so a record retried for ever stays bounded.
+func testHistoryCapped(t *testing.T, h Harness) {
+	res := h.reserve(t, ledger.ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w1"})
+	const sends = ledger.DefaultMaxAttempts + 8
+	for i := range sends {
+		a, err := h.AddAttempt(t.Context(), keyA, res.Token, "status-503")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.N != i+2 {
+			t.Fatalf("attempt %d numbered %d", i+2, a.N)
+		}
+	}
+	r := h.get(t, keyA)
+	if len(r.Attempts) != ledger.DefaultMaxAttempts {
+		t.Fatalf("%d attempts kept, want %d", len(r.Attempts), ledger.DefaultMaxAttempts)
+	}
+	for i, a := range r.Attempts {
+		if want := sends + 1 - ledger.DefaultMaxAttempts + 1 + i; a.N != want {
+			t.Fatalf("kept attempt %d is N=%d, want %d", i, a.N, want)
+		}
+	}
+}

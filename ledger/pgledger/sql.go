@@ -11,6 +11,7 @@ import "strings"
 //	$1 id  $2 tenant  $3 operation  $4 key  $5 fingerprint  $6 owner
 //	$7 lease ms  $8 retention ms  $9 limited  $10 reconciler
 //	$11 keys honoured  $12 first token of a new record
+//	$13 attempts kept (ledger.Config.MaxAttempts)
 
 // columns is every column a record is read from, in scanRecord's order.
 const columns = `id, tenant, operation, action_key, fingerprint, state, owner, token,
@@ -63,10 +64,9 @@ var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_a
   created_at    = CASE WHEN {{expired}} THEN now() ELSE r.created_at END,
   expires_at    = greatest(CASE WHEN {{expired}} THEN now() + $8::bigint * interval '1 millisecond' ELSE r.expires_at END,
                            now() + 2 * $7::bigint * interval '1 millisecond'),
-  attempts      = CASE WHEN {{expired}} THEN '[]'::jsonb ELSE r.attempts END ||
-                  ` + sprintf(attemptJSON,
-	`CASE WHEN {{expired}} THEN 1 ELSE r.attempt_count + 1 END`, `{{v}}`, `$6::text`,
-	`CASE WHEN {{expired}} THEN $12 ELSE r.token + 1 END`) + `,
+  attempts      = ` + capped(`CASE WHEN {{expired}} THEN '[]'::jsonb ELSE r.attempts END || `+
+	sprintf(attemptJSON, `CASE WHEN {{expired}} THEN 1 ELSE r.attempt_count + 1 END`, `{{v}}`, `$6::text`,
+		`CASE WHEN {{expired}} THEN $12 ELSE r.token + 1 END`), `$13`) + `,
   attempt_count = CASE WHEN {{expired}} THEN 1 ELSE r.attempt_count + 1 END,
   granted       = {{v}},
   granted_from  = CASE WHEN {{expired}} THEN 'absent' ELSE {{eff}} END,
@@ -112,8 +112,8 @@ const renewSQL = `UPDATE {{table}} SET lease_until = now() + $3::bigint * interv
   expires_at = greatest(expires_at, now() + 2 * $3::bigint * interval '1 millisecond')
 WHERE ` + fenced
 
-var attemptSQL = `UPDATE {{table}} SET attempts = attempts || ` +
-	sprintf(attemptJSON, `attempt_count + 1`, `$3::text`, `owner`, `token`) + `,
+var attemptSQL = `UPDATE {{table}} SET attempts = ` +
+	capped(`attempts || `+sprintf(attemptJSON, `attempt_count + 1`, `$3::text`, `owner`, `token`), `$4`) + `,
   attempt_count = attempt_count + 1
 WHERE ` + fenced + `
 RETURNING attempt_count, now(), owner`
@@ -140,6 +140,14 @@ const purgeSQL = `DELETE FROM {{table}} WHERE id IN (
 // markAtomicSQL records that the owner's effects happen only inside the
 // completing transaction.
 const markAtomicSQL = `UPDATE {{table}} SET atomic = true WHERE ` + fenced
+
+// capped is the JSON array h without its oldest entries beyond the
+// integer parameter limit.
+func capped(h, limit string) string {
+	return `(SELECT coalesce(jsonb_agg(e ORDER BY i), '[]'::jsonb)
+    FROM jsonb_array_elements(` + h + `) WITH ORDINALITY AS h(e, i)
+    WHERE i > jsonb_array_length(` + h + `) - ` + limit + `::integer)`
+}
 
 func prefixed(p, cols string) string {
 	fields := strings.Split(cols, ",")

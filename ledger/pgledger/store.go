@@ -94,7 +94,7 @@ func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.
 	for range maxReserveRounds {
 		rec, m, err := scanRecord(s.db.QueryRow(ctx, q, id, req.Key.Tenant, req.Key.Operation, req.Key.Key,
 			req.Fingerprint, req.Owner, lease.Milliseconds(), retention.Milliseconds(),
-			req.Limited, req.Reconciler, req.KeysHonoured, ledger.NewToken()))
+			req.Limited, req.Reconciler, req.KeysHonoured, ledger.NewToken(), s.cfg.HistoryCap()))
 		switch {
 		case err == nil:
 			return s.granted(req, rec, m)
@@ -196,7 +196,7 @@ func (s *Store) AddAttempt(ctx context.Context, k ledger.Key, token int64, class
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	a := ledger.Attempt{Class: class, Token: token}
-	err := s.db.QueryRow(ctx, s.queries["attempt"], k.ID(), token, class).Scan(&a.N, &a.At, &a.Owner)
+	err := s.db.QueryRow(ctx, s.queries["attempt"], k.ID(), token, class, s.cfg.HistoryCap()).Scan(&a.N, &a.At, &a.Owner)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return ledger.Attempt{}, ledger.NotOwner(k)
