@@ -55,7 +55,10 @@ const redisShort = 150 * time.Millisecond
 
 func newRedisHarness(client redis.UniversalClient) func(t *testing.T) ledgertest.Harness {
 	return func(t *testing.T) ledgertest.Harness {
-		s := ledger.NewRedis(client, ledger.RedisConfig{Prefix: redistest.Prefix(t)})
+		s, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: redistest.Prefix(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
 		return ledgertest.Harness{
 			Store: s,
 			Advance: func(t *testing.T, d time.Duration) {

@@ -17,7 +17,7 @@ import (
 // can still complete it.
 func TestRedisAOFAlwaysSurvivesKill9(t *testing.T) {
 	srv := redistest.StartWith(t, "--appendonly", "yes", "--appendfsync", "always")
-	s := NewRedis(srv.Client(t), RedisConfig{})
+	s := mustRedis(t, srv.Client(t), RedisConfig{})
 	res, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w1", Lease: time.Hour})
 	if err != nil || res.Verdict != VerdictCreated {
 		t.Fatalf("Reserve: %s, %v", res.Verdict, err)
@@ -53,7 +53,7 @@ func TestRedisWaitSurvivesPromotion(t *testing.T) {
 	// No 5 s pause before the replica's first full sync.
 	primary := redistest.StartWith(t, "--repl-diskless-sync-delay", "0")
 	_, rc := startReplica(t, primary)
-	s := NewRedis(primary.Client(t), RedisConfig{WaitReplicas: 1, WaitTimeout: 5 * time.Second})
+	s := mustRedis(t, primary.Client(t), RedisConfig{WaitReplicas: 1, WaitTimeout: 5 * time.Second})
 	res, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w1", Lease: time.Hour})
 	if err != nil || res.Verdict != VerdictCreated {
 		t.Fatalf("Reserve: %s, %v", res.Verdict, err)
@@ -65,7 +65,7 @@ func TestRedisWaitSurvivesPromotion(t *testing.T) {
 	if err := rc.SlaveOf(t.Context(), "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	promoted := NewRedis(rc, RedisConfig{})
+	promoted := mustRedis(t, rc, RedisConfig{})
 	got, err := promoted.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w2"})
 	if err != nil || got.Verdict != VerdictReplayed || string(got.Record.Outcome.Body) != "done" {
 		t.Fatalf("on the promoted replica: %s %+v, %v", got.Verdict, got.Record, err)
@@ -78,7 +78,7 @@ func TestRedisWaitSurvivesPromotion(t *testing.T) {
 func TestRedisWaitFailsUnacknowledged(t *testing.T) {
 	srv := redistest.Start(t) // no replica
 	client := srv.Client(t)
-	s := NewRedis(client, RedisConfig{WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond})
+	s := mustRedis(t, client, RedisConfig{WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond})
 	_, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w1"})
 	if !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("Reserve without a replica: %v, want ErrNotReplicated", err)
@@ -87,19 +87,19 @@ func TestRedisWaitFailsUnacknowledged(t *testing.T) {
 	if err != nil || r.State != StateFailed {
 		t.Fatalf("the unacknowledged grant: %+v, %v; want failed", r, err)
 	}
-	plain := NewRedis(client, RedisConfig{})
+	plain := mustRedis(t, client, RedisConfig{})
 	if res, err := plain.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA}); err != nil || res.Verdict != VerdictRetry {
 		t.Fatalf("next Reserve: %s, %v; want retry", res.Verdict, err)
 	}
 }
 
-// TestRedisWaitNeedsOnePrimary pins the error for a cluster client.
+// TestRedisWaitNeedsOnePrimary pins the error for a cluster client, at
+// construction.
 func TestRedisWaitNeedsOnePrimary(t *testing.T) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
 	defer c.Close()
-	s := NewRedis(c, RedisConfig{WaitReplicas: 1})
-	if _, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA}); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("Reserve over a cluster with WaitReplicas: %v, want ErrInvalid", err)
+	if _, err := NewRedis(c, RedisConfig{WaitReplicas: 1}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("NewRedis over a cluster with WaitReplicas: %v, want ErrInvalidConfig", err)
 	}
 }
 

@@ -23,11 +23,7 @@ func (r *Redis) replicated(ctx context.Context, write func(redis.Scripter) (bool
 		_, err := write(r.client)
 		return err
 	}
-	c, ok := r.client.(*redis.Client)
-	if !ok {
-		return fmt.Errorf("%w: WaitReplicas needs a client with one primary, not %T", ErrInvalid, r.client)
-	}
-	conn := c.Conn()
+	conn := r.client.(*redis.Client).Conn() // NewRedis checked the type
 	defer conn.Close()
 	wrote, err := write(conn)
 	if err != nil || !wrote {

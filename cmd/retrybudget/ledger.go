@@ -42,5 +42,10 @@ func openRedis(ctx context.Context, raw string) (ledger.Store, func(), error) {
 		c.Close()
 		return nil, nil, fmt.Errorf("redis %s: %w", opt.Addr, err)
 	}
-	return ledger.NewRedis(c, ledger.RedisConfig{Prefix: prefix}), func() { c.Close() }, nil
+	s, err := ledger.NewRedis(c, ledger.RedisConfig{Prefix: prefix})
+	if err != nil {
+		c.Close()
+		return nil, nil, fmt.Errorf("--url: %w", err)
+	}
+	return s, func() { c.Close() }, nil
 }

@@ -24,7 +24,10 @@ func TestLedgerCommandRedis(t *testing.T) {
 	if opt.Password != "" {
 		t.Skip("the test builds a URL without the password")
 	}
-	s := ledger.NewRedis(client, ledger.RedisConfig{Prefix: prefix})
+	s, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
 	k := ledger.Key{Tenant: "acme", Operation: "charge", Key: "order-9"}
 	dead, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "dead", Lease: 50 * time.Millisecond})
 	if err != nil {

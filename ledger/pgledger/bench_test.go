@@ -35,7 +35,11 @@ func BenchmarkReserveComplete(b *testing.B) {
 	}
 	b.Run("memory", func(b *testing.B) { run(b, ledger.NewMemory(ledger.MemoryConfig{})) })
 	b.Run("redis", func(b *testing.B) {
-		run(b, ledger.NewRedis(redistest.Client(b), ledger.RedisConfig{Prefix: redistest.Prefix(b)}))
+		s, err := ledger.NewRedis(redistest.Client(b), ledger.RedisConfig{Prefix: redistest.Prefix(b)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run(b, s)
 	})
 	b.Run("postgres", func(b *testing.B) { run(b, newStore(b, pgtest.Pool(b), pgledger.Config{})) })
 }
