@@ -1,9 +1,7 @@
 package ledger_test
 
 import (
-	"errors"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,26 +11,8 @@ import (
 	"github.com/retrybudget/retrybudget/ledger/ledgertest"
 )
 
-// fakeClock is a clock that moves only when told to.
-type fakeClock struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 func newMemoryHarness(t *testing.T) ledgertest.Harness {
-	clock := &fakeClock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := ledger.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 	short := time.Minute
 	return ledgertest.Harness{
 		Store:   ledger.NewMemory(ledger.MemoryConfig{Now: clock.Now}),
@@ -64,16 +44,8 @@ func newRedisHarness(client redis.UniversalClient) func(t *testing.T) ledgertest
 			Advance: func(t *testing.T, d time.Duration) {
 				ledgertest.WaitClock(t, "redis TIME", d, func() (time.Time, error) { return client.Time(t.Context()).Result() })
 			},
-			WaitGone: func(t *testing.T, k ledger.Key) {
-				ledgertest.Poll(t, "record to expire", func() bool {
-					_, err := s.Get(t.Context(), k)
-					if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-						t.Fatal(err)
-					}
-					return err != nil
-				})
-			},
-			Short: redisShort,
+			WaitGone: ledgertest.WaitGoneByGet(s),
+			Short:    redisShort,
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -25,15 +24,11 @@ func openRedis(ctx context.Context, raw string) (ledger.Store, func(), error) {
 	if strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://") {
 		return nil, nil, fmt.Errorf("a PostgreSQL ledger is served by retrybudget-pg: cd ledger/pgledger && go run ./cmd/retrybudget-pg ledger ...")
 	}
-	u, err := url.Parse(raw)
+	raw, prefix, err := ledgercli.TakeParam(raw, "prefix")
 	if err != nil {
-		return nil, nil, fmt.Errorf("--url: %w", err)
+		return nil, nil, err
 	}
-	q := u.Query()
-	prefix := q.Get("prefix")
-	q.Del("prefix")
-	u.RawQuery = q.Encode()
-	opt, err := redis.ParseURL(u.String())
+	opt, err := redis.ParseURL(raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--url: %w", err)
 	}

@@ -1,8 +1,11 @@
 package ledgertest
 
 import (
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/retrybudget/retrybudget/ledger"
 )
 
 // PollBound caps every wait of Poll and WaitClock, so a broken expiry fails
@@ -38,4 +41,19 @@ func WaitClock(t testing.TB, what string, d time.Duration, now func() (time.Time
 		}
 		return n.Sub(start) >= d
 	})
+}
+
+// WaitGoneByGet returns a Harness.WaitGone for a store whose Get reports
+// an expired record as ErrNotFound by the store's own clock: it polls Get
+// until it does.
+func WaitGoneByGet(s ledger.Store) func(t *testing.T, k ledger.Key) {
+	return func(t *testing.T, k ledger.Key) {
+		Poll(t, "record to expire", func() bool {
+			_, err := s.Get(t.Context(), k)
+			if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+				t.Fatal(err)
+			}
+			return err != nil
+		})
+	}
 }

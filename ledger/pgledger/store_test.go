@@ -2,12 +2,10 @@ package pgledger_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/ledger/ledgertest"
 	"github.com/retrybudget/retrybudget/ledger/pgledger"
 	"github.com/retrybudget/retrybudget/ledger/pgledger/pgtest"
@@ -42,16 +40,8 @@ func newHarness(t *testing.T) ledgertest.Harness {
 		Advance: func(t *testing.T, d time.Duration) {
 			ledgertest.WaitClock(t, "database clock", d, func() (time.Time, error) { return dbNow(t.Context(), pool) })
 		},
-		WaitGone: func(t *testing.T, k ledger.Key) {
-			ledgertest.Poll(t, "record to expire", func() bool {
-				_, err := s.Get(t.Context(), k)
-				if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-					t.Fatal(err)
-				}
-				return err != nil
-			})
-		},
-		Short: short,
+		WaitGone: ledgertest.WaitGoneByGet(s),
+		Short:    short,
 	}
 }
 

@@ -19,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -69,15 +68,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 // open connects to the database at raw; its "table" query parameter names
 // the ledger's table.
 func open(ctx context.Context, raw string) (ledger.Store, func(), error) {
-	u, err := url.Parse(raw)
+	raw, table, err := ledgercli.TakeParam(raw, "table")
 	if err != nil {
-		return nil, nil, fmt.Errorf("--url: %w", err)
+		return nil, nil, err
 	}
-	q := u.Query()
-	table := q.Get("table")
-	q.Del("table")
-	u.RawQuery = q.Encode()
-	pool, err := pgxpool.New(ctx, u.String())
+	pool, err := pgxpool.New(ctx, raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--url: %w", err)
 	}
