@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,15 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
-
-// redisShort is the lease and retention the Redis suite waits out: long
-// enough to be far above scheduling noise, short enough to keep the suite
-// quick.
-const redisShort = 150 * time.Millisecond
-
-// pollBound caps every wait on Redis, so a broken expiry fails instead of
-// hanging.
-const pollBound = 10 * time.Second
 
 // mustRedis is NewRedis, failing t on an error.
 func mustRedis(t testing.TB, client redis.UniversalClient, cfg RedisConfig) *Redis {
@@ -43,105 +33,6 @@ func TestNewRedisRefusesABadClientOrPrefix(t *testing.T) {
 	defer c.Close()
 	if _, err := NewRedis(c, RedisConfig{Prefix: "a{b}:"}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("NewRedis with Prefix a{b}: = %v; want ErrInvalidConfig", err)
-	}
-}
-
-func newRedisHarness(client redis.UniversalClient) func(t *testing.T) harness {
-	return func(t *testing.T) harness {
-		s := mustRedis(t, client, RedisConfig{Prefix: redistest.Prefix(t)})
-		return harness{
-			Store:   s,
-			advance: func(t *testing.T, d time.Duration) { waitServerTime(t, client, d) },
-			waitGone: func(t *testing.T, k Key) {
-				poll(t, "record to expire", func() bool {
-					n, err := client.Exists(t.Context(), s.keyName(k)).Result()
-					if err != nil {
-						t.Fatal(err)
-					}
-					return n == 0
-				})
-			},
-			short: redisShort,
-		}
-	}
-}
-
-// waitServerTime returns once the server's clock has moved d past its
-// reading at the call, because leases are judged by server TIME.
-func waitServerTime(t *testing.T, c redis.UniversalClient, d time.Duration) {
-	t.Helper()
-	start, err := c.Time(t.Context()).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	poll(t, "server time to pass "+d.String(), func() bool {
-		now, err := c.Time(t.Context()).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return now.Sub(start) >= d
-	})
-}
-
-// poll checks cond until it holds, for at most pollBound.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(pollBound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s after %s", what, pollBound)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval, not synchronisation
-	}
-}
-
-func TestRedisConformance(t *testing.T) {
-	runConformance(t, newRedisHarness(redistest.Client(t)))
-}
-
-func TestRedisClusterConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a three-master cluster")
-	}
-	c := redistest.StartCluster(t)
-	client := c.Client(t)
-	runConformance(t, newRedisHarness(client))
-	t.Run("SweepEveryMaster", func(t *testing.T) { testSweepEveryMaster(t, client) })
-}
-
-// testSweepEveryMaster pins that Sweep scans every master, not just the
-// one a client happens to talk to: the stuck records sit on several.
-func testSweepEveryMaster(t *testing.T, client *redis.ClusterClient) {
-	h := newRedisHarness(client)(t)
-	const n = 30
-	for i := range n {
-		h.reserve(t, ReserveRequest{Key: Key{Operation: "spread", Key: strconv.Itoa(i)}, Fingerprint: fpA, Lease: h.short})
-	}
-	h.advance(t, h.short)
-	stuck, err := h.Sweep(t.Context(), 0)
-	if err != nil || len(stuck) != n {
-		t.Fatalf("Sweep found %d of %d, %v", len(stuck), n, err)
-	}
-	shards, err := client.ClusterShards(t.Context()).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	masters := map[int]bool{} // shard index
-	for _, r := range stuck {
-		slot, err := client.ClusterKeySlot(t.Context(), h.Store.(*Redis).keyName(r.Key)).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, sh := range shards {
-			for _, sl := range sh.Slots {
-				if slot >= sl.Start && slot <= sl.End {
-					masters[i] = true
-				}
-			}
-		}
-	}
-	if len(masters) < 2 {
-		t.Fatalf("the %d records sit on %d master(s); the test proves nothing", n, len(masters))
 	}
 }
 

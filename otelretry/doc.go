@@ -29,6 +29,8 @@
 //	retrybudget.ledger.replays    Int64Counter        {action}    http.request.method, server.address, retrybudget.operation
 //	retrybudget.ledger.conflicts  Int64Counter        {action}    http.request.method, server.address, retrybudget.operation
 //	retrybudget.ledger.errors     Int64Counter        {error}     http.request.method, server.address, retrybudget.operation, retrybudget.ledger.op
+//	retrybudget.ledger.stuck      Int64Gauge          {action}    retrybudget.ledger.state (LedgerReport)
+//	retrybudget.ledger.reconciled Int64Counter        {action}    retrybudget.ledger.state (LedgerReport)
 //
 // ¹ Only when there is one: a status code when the attempt got a response, a
 // limiter reason when the limiter gave one.

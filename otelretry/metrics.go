@@ -74,6 +74,8 @@ type instruments struct {
 	replays         metric.Int64Counter
 	conflicts       metric.Int64Counter
 	ledgerErrors    metric.Int64Counter
+	stuck           metric.Int64Gauge   // see LedgerReport
+	reconciled      metric.Int64Counter // see LedgerReport
 }
 
 // newInstruments creates every instrument, or reports all that failed.
@@ -102,5 +104,10 @@ func newInstruments(m metric.Meter) (instruments, error) {
 		conflicts:       counter("retrybudget.ledger.conflicts", "{action}", "Action keys reused for a different request."),
 		ledgerErrors:    counter("retrybudget.ledger.errors", "{error}", "Ledger store operations that failed."),
 	}
+	var err error
+	in.stuck, err = m.Int64Gauge("retrybudget.ledger.stuck", metric.WithUnit("{action}"),
+		metric.WithDescription("Stuck actions the last ledger sweep found, by state: in-progress (lease run out) or uncertain."))
+	errs = append(errs, err)
+	in.reconciled = counter("retrybudget.ledger.reconciled", "{action}", "Stuck actions a ledger sweep reconciled, by the state they were settled in.")
 	return in, errors.Join(errs...)
 }
