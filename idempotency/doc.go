@@ -16,8 +16,12 @@
 //
 // Per route, because the default operation is the pattern http.ServeMux
 // matched (r.Pattern), which is set only for the handler it calls; behind
-// authentication, because the tenant should be the authenticated account
-// (Config.Tenant).
+// authentication, because the tenant must be the authenticated account
+// (Config.Tenant, which is required). An idempotency key is not a secret:
+// clients derive keys from public parts of their action, and keys travel
+// in logs and proxies. The tenant is what keeps one caller from being
+// replayed another's response, so a guarded request without one is
+// refused (TypeNoTenant).
 //
 // # The replay matrix
 //
@@ -29,6 +33,7 @@
 // application/problem+json body whose type is one of the Type constants:
 //
 //	request                                   answer                                  handler runs
+//	no tenant (Config.Tenant nil / "")        500 / 403 TypeNoTenant                  no
 //	no key header (Config.KeyOptional false)  400 TypeMissingKey                      no
 //	key ParseKey rejects                      400 TypeMalformedKey                    no
 //	body over Config.MaxRequestBody           413 TypeBodyTooLarge                    no

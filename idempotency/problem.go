@@ -34,6 +34,12 @@ const (
 	// not be read to its end (the client went away or sent a broken
 	// chunked body). Nothing ran.
 	TypeBodyUnreadable = typeBase + "TypeBodyUnreadable"
+	// TypeNoTenant is the answer to a guarded request without a tenant:
+	// 403 when Config.Tenant returned "" for it (the caller is not
+	// identified), 500 when Config.Tenant is nil (the service is
+	// misconfigured). Nothing ran: keys are scoped by tenant, and an empty
+	// tenant would be shared by every unidentified caller.
+	TypeNoTenant = typeBase + "TypeNoTenant"
 	// TypePending is the 409 answer to a request whose key is in progress
 	// in another request. Its Retry-After header (RFC 9110 §10.2.3) says
 	// when the running request's lease ends; try again then, with the same

@@ -33,7 +33,7 @@ type instance struct {
 func startInstance(t *testing.T, store ledger.Store, h http.Handler) *instance {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("POST /things", idempotency.New(idempotency.Config{Store: store})(h))
+	mux.Handle("POST /things", idempotency.New(idempotency.Config{Store: store, Tenant: testTenant})(h))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &instance{srv: srv}
