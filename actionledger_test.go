@@ -280,10 +280,10 @@ func ledgerStores(t *testing.T) map[string]func(t *testing.T) ledger.Store {
 	return map[string]func(t *testing.T) ledger.Store{
 		"memory": func(t *testing.T) ledger.Store { return ledger.NewMemory(ledger.MemoryConfig{}) },
 		"redis": func(t *testing.T) ledger.Store {
-			return ledger.NewRedis(redistest.Client(t), ledger.RedisConfig{Prefix: redistest.Prefix(t)})
+			return redisLedger(t, redistest.Client(t), redistest.Prefix(t))
 		},
 		"cluster": func(t *testing.T) ledger.Store {
-			return ledger.NewRedis(cluster.Client(t), ledger.RedisConfig{Prefix: redistest.Prefix(t)})
+			return redisLedger(t, cluster.Client(t), redistest.Prefix(t))
 		},
 	}
 }

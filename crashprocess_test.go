@@ -26,7 +26,19 @@ const childEnv = "RETRYBUDGET_CHILD"
 func childStore(t *testing.T) ledger.Store {
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("RB_REDIS")})
 	t.Cleanup(func() { rdb.Close() })
-	return ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: os.Getenv("RB_PREFIX")})
+	return redisLedger(t, rdb, os.Getenv("RB_PREFIX"))
+}
+
+// redisLedger returns a Redis ledger over client under prefix, with the
+// tests' fingerprint key.
+func redisLedger(t testing.TB, client redis.UniversalClient, prefix string) *ledger.Redis {
+	t.Helper()
+	s, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: prefix,
+		Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // TestLedgerChild is the child side; it does nothing in a normal run.
@@ -152,7 +164,7 @@ func TestLedgerWorkerSIGKILLedAfterTheEffect(t *testing.T) {
 			close(release)
 
 			rdb := srv.Client(t)
-			store := ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix})
+			store := redisLedger(t, rdb, prefix)
 			if r, err := store.Get(context.Background(), ledger.Key(order)); err != nil || r.State != ledger.StateInProgress {
 				t.Fatalf("after the kill: %v %v; want the action in progress", r.State, err)
 			}

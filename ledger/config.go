@@ -33,6 +33,12 @@ type Config struct {
 	// Proxy-Authorization, Cookie and Set-Cookie are never kept, even if
 	// named.
 	Headers []string
+	// FingerprintKeys seal the request fingerprints the store keeps (see
+	// FingerprintKeys): the first seals, every one verifies. Required by
+	// stores shared between processes (NewRedis returns
+	// ErrNoFingerprintKey without one); nil in a Memory store means a
+	// random key drawn when the store is created.
+	FingerprintKeys FingerprintKeys
 }
 
 func (c Config) maxBody() int {

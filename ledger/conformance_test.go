@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
 // harness is one Store under the conformance suite, with the two things a
@@ -63,6 +65,10 @@ var (
 	fpB  = "fingerprint-B"
 )
 
+// sealed is fp as a store of the suite keeps it: every harness seals under
+// redistest.LedgerKey.
+func sealed(fp string) string { return FingerprintKeys{redistest.LedgerKey()}.Seal(fp) }
+
 func (h harness) reserve(t *testing.T, req ReserveRequest) Reservation {
 	t.Helper()
 	res, err := h.Reserve(t.Context(), req)
@@ -95,7 +101,7 @@ func testReserveCreates(t *testing.T, h harness) {
 		t.Fatalf("Send %t, Token %d, Err %v", res.Send, res.Token, res.Err())
 	}
 	r := res.Record
-	if r.Key != keyA || r.Fingerprint != fpA || r.State != StateInProgress || r.Owner != "w1" || r.Outcome != nil {
+	if r.Key != keyA || r.Fingerprint != sealed(fpA) || r.State != StateInProgress || r.Owner != "w1" || r.Outcome != nil {
 		t.Fatalf("record %+v", r)
 	}
 	if r.CreatedAt.IsZero() || !r.ExpiresAt.Equal(r.CreatedAt.Add(time.Hour)) || !r.LeaseUntil.Equal(r.CreatedAt.Add(time.Minute)) {
@@ -210,7 +216,7 @@ func testDecisionsMatchResolve(t *testing.T, h harness) {
 		}
 		if sc.setup.state != StateAbsent {
 			// A takeover keeps the action's identity and bumps the token.
-			if res.Token != sc.token+1 || !after.CreatedAt.Equal(before.CreatedAt) || after.Fingerprint != fpA || len(after.Attempts) != len(before.Attempts)+1 {
+			if res.Token != sc.token+1 || !after.CreatedAt.Equal(before.CreatedAt) || after.Fingerprint != sealed(fpA) || len(after.Attempts) != len(before.Attempts)+1 {
 				t.Errorf("%s: takeover token %d after %d, record %+v", sc.name, res.Token, sc.token, after)
 			}
 		}

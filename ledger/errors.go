@@ -26,6 +26,10 @@ var (
 	ErrNotOwner = errors.New("ledger: not the action's owner")
 	// ErrNotFound reports that a store holds no live record for an action.
 	ErrNotFound = errors.New("ledger: no record for action")
+	// ErrNoFingerprintKey reports a store shared between processes
+	// configured without Config.FingerprintKeys: it would keep request
+	// fingerprints that its readers could reverse by guessing.
+	ErrNoFingerprintKey = errors.New("ledger: no fingerprint key for a shared store")
 	// ErrCorrupt reports a stored record the package cannot read, or a
 	// Redis script whose verdict disagrees with Resolve.
 	ErrCorrupt = errors.New("ledger: corrupt record")

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"crypto/rand"
 	"sync"
 	"time"
 )
@@ -43,6 +44,13 @@ func NewMemory(cfg MemoryConfig) *Memory {
 	if now == nil {
 		now = time.Now
 	}
+	if len(cfg.FingerprintKeys) == 0 {
+		// Even in process memory a bare fingerprint is better not kept:
+		// a heap dump or a debug endpoint would show it.
+		key := make([]byte, 32)
+		_, _ = rand.Read(key) // never fails (crypto/rand)
+		cfg.FingerprintKeys = FingerprintKeys{key}
+	}
 	return &Memory{entries: map[Key]*memoryEntry{}, cfg: cfg.Config, now: now}
 }
 
@@ -59,6 +67,7 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		return Reservation{}, err
 	}
 
+	sealed := m.cfg.FingerprintKeys.Seal(req.Fingerprint)
 	now := m.now() // before the lock: no callbacks while it is held
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -66,13 +75,14 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 	e := m.live(req.Key, now)
 
 	in := Input{
-		Fingerprint:  req.Fingerprint,
+		Fingerprint:  sealed,
 		Limited:      req.Limited,
 		Reconciler:   req.Reconciler,
 		KeysHonoured: req.KeysHonoured,
 	}
 	if e != nil {
 		in.State = e.rec.State
+		in.Fingerprint = m.cfg.FingerprintKeys.Match(e.rec.Fingerprint, req.Fingerprint)
 		in.StoredFingerprint = e.rec.Fingerprint
 		in.LeaseExpired = e.rec.State == StateInProgress && !now.Before(e.rec.LeaseUntil)
 	}
@@ -83,7 +93,7 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 			token: newToken() - 1, // the grant below adds one
 			rec: Record{
 				Key:         req.Key,
-				Fingerprint: req.Fingerprint,
+				Fingerprint: in.Fingerprint,
 				CreatedAt:   now,
 				ExpiresAt:   now.Add(retention),
 			},

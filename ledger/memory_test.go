@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
 // fakeClock is a clock that moves only when told to.
@@ -30,7 +32,7 @@ func newMemoryHarness(t *testing.T) harness {
 	clock := &fakeClock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
 	short := time.Minute
 	return harness{
-		Store:   NewMemory(MemoryConfig{Now: clock.Now}),
+		Store:   NewMemory(MemoryConfig{Now: clock.Now, Config: Config{FingerprintKeys: FingerprintKeys{redistest.LedgerKey()}}}),
 		advance: func(_ *testing.T, d time.Duration) { clock.Advance(d) },
 		// Past the expiry: at the expiry itself a record is still there,
 		// as a Redis key is until its time has passed.

@@ -67,8 +67,17 @@ type Redis struct {
 }
 
 // NewRedis returns a Redis store using client. The store does not close
-// client.
-func NewRedis(client redis.UniversalClient, cfg RedisConfig) *Redis {
+// client. It returns an error wrapping ErrNoFingerprintKey when
+// cfg.FingerprintKeys is empty (records in Redis are readable by whoever
+// can read Redis), and one wrapping ErrInvalid for a nil client or a bad
+// key.
+func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalid)
+	}
+	if err := cfg.FingerprintKeys.Validate(); err != nil {
+		return nil, fmt.Errorf("ledger: NewRedis: %w", err)
+	}
 	prefix := cfg.Prefix
 	if prefix == "" {
 		prefix = DefaultPrefix
@@ -82,7 +91,7 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) *Redis {
 		attempt:  redis.NewScript(attemptLua),
 		complete: redis.NewScript(completeLua),
 		fail:     redis.NewScript(failLua),
-	}
+	}, nil
 }
 
 // keyName returns the Redis key of k's record.
@@ -97,11 +106,15 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	if err != nil {
 		return Reservation{}, err
 	}
-	reply, err := r.reserve.Run(ctx, r.client, []string{r.keyName(req.Key)},
-		req.Fingerprint, req.Owner, lease.Milliseconds(), retention.Milliseconds(),
+	args := []any{
+		r.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 		flag(req.Limited), flag(req.Reconciler), flag(req.KeysHonoured),
 		req.Key.Tenant, req.Key.Operation, req.Key.Key, newToken(),
-	).StringSlice()
+	}
+	for _, c := range r.cfg.FingerprintKeys.Candidates(req.Fingerprint) {
+		args = append(args, c)
+	}
+	reply, err := r.reserve.Run(ctx, r.client, []string{r.keyName(req.Key)}, args...).StringSlice()
 	if err != nil {
 		return Reservation{}, fmt.Errorf("ledger: redis reserve: %w", err)
 	}
@@ -117,7 +130,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	fields := pairs(reply[5:])
 
 	in := Input{
-		Fingerprint:  req.Fingerprint,
+		Fingerprint:  r.cfg.FingerprintKeys.Seal(req.Fingerprint),
 		LeaseExpired: expired == "1",
 		Limited:      req.Limited,
 		Reconciler:   req.Reconciler,
@@ -130,6 +143,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		// Only a new record changes the fingerprint, and then the stored
 		// one did not matter.
 		in.StoredFingerprint = fields["fp"]
+		in.Fingerprint = r.cfg.FingerprintKeys.Match(fields["fp"], req.Fingerprint)
 	}
 	res := Reservation{Decision: Resolve(in), Token: token}
 	if res.Verdict.String() != verdict {

@@ -11,6 +11,18 @@ import (
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
+// newTestRedis returns a Redis store over client with the tests'
+// fingerprint key added to cfg.
+func newTestRedis(t testing.TB, client redis.UniversalClient, cfg RedisConfig) *Redis {
+	t.Helper()
+	cfg.FingerprintKeys = append(cfg.FingerprintKeys, redistest.LedgerKey())
+	s, err := NewRedis(client, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // redisShort is the lease and retention the Redis suite waits out: long
 // enough to be far above scheduling noise, short enough to keep the suite
 // quick.
@@ -22,7 +34,7 @@ const pollBound = 10 * time.Second
 
 func newRedisHarness(client redis.UniversalClient) func(t *testing.T) harness {
 	return func(t *testing.T) harness {
-		s := NewRedis(client, RedisConfig{Prefix: redistest.Prefix(t)})
+		s := newTestRedis(t, client, RedisConfig{Prefix: redistest.Prefix(t)})
 		return harness{
 			Store:   s,
 			advance: func(t *testing.T, d time.Duration) { waitServerTime(t, client, d) },
@@ -124,7 +136,7 @@ func testSweepEveryMaster(t *testing.T, client *redis.ClusterClient) {
 func TestRedisKeyLayout(t *testing.T) {
 	client := redistest.Client(t)
 	prefix := redistest.Prefix(t)
-	s := NewRedis(client, RedisConfig{Prefix: prefix})
+	s := newTestRedis(t, client, RedisConfig{Prefix: prefix})
 	k := Key{Tenant: "acme", Operation: "charge", Key: "sk_live_secret-ish"}
 	if _, err := s.Reserve(t.Context(), ReserveRequest{Key: k, Fingerprint: fpA, Retention: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -143,7 +155,7 @@ func TestRedisKeyLayout(t *testing.T) {
 	if err != nil || ttl <= 59*time.Minute || ttl > time.Hour {
 		t.Fatalf("PTTL = %s, %v; want about the retention", ttl, err)
 	}
-	if NewRedis(client, RedisConfig{}).keyName(k) != DefaultPrefix+"{"+k.ID()+"}" {
+	if newTestRedis(t, client, RedisConfig{}).keyName(k) != DefaultPrefix+"{"+k.ID()+"}" {
 		t.Fatal("zero Prefix does not mean DefaultPrefix")
 	}
 }
@@ -152,7 +164,7 @@ func TestRedisKeyLayout(t *testing.T) {
 // guess.
 func TestRedisCorruptRecord(t *testing.T) {
 	client := redistest.Client(t)
-	s := NewRedis(client, RedisConfig{Prefix: redistest.Prefix(t)})
+	s := newTestRedis(t, client, RedisConfig{Prefix: redistest.Prefix(t)})
 	for _, st := range []string{"bogus", "absent"} {
 		k := Key{Key: st}
 		if err := client.HSet(t.Context(), s.keyName(k), "st", st, "fp", fpA, "ca", "1", "ea", "1", "lu", "0", "na", "0").Err(); err != nil {
@@ -176,7 +188,7 @@ func TestRedisCorruptRecord(t *testing.T) {
 func TestRedisScriptCacheFlushed(t *testing.T) {
 	srv := redistest.Start(t) // private: SCRIPT FLUSH is server-wide
 	client := srv.Client(t)
-	s := NewRedis(client, RedisConfig{})
+	s := newTestRedis(t, client, RedisConfig{})
 	res, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA})
 	if err != nil {
 		t.Fatal(err)

@@ -111,20 +111,36 @@ func run(ctx context.Context, opts options, logger *slog.Logger) error {
 	return nil
 }
 
+// fingerprintKeyEnv names the environment variable holding the ledger's
+// fingerprint key (ledger.FingerprintKeys), required with -redis.
+const fingerprintKeyEnv = "ACTIVATION_FINGERPRINT_KEY"
+
 // openStore returns the ledger: Redis at addr, or memory when addr is
 // empty, and a function that releases it.
 func openStore(ctx context.Context, addr string) (ledger.Store, func(), error) {
 	if addr == "" {
 		return ledger.NewMemory(ledger.MemoryConfig{}), func() {}, nil
 	}
+	// The fingerprint key is a deployment secret, the same on every
+	// instance: records in Redis are readable by whoever reads Redis.
+	key := os.Getenv(fingerprintKeyEnv)
+	if key == "" {
+		return nil, nil, fmt.Errorf("a Redis ledger needs a fingerprint key: set %s to a secret of at least 16 bytes", fingerprintKeyEnv)
+	}
 	client := redis.NewClient(&redis.Options{Addr: addr})
+	store, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: "activation:ledger:",
+		Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{[]byte(key)}}})
+	if err != nil {
+		_ = client.Close()
+		return nil, nil, err
+	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
 		_ = client.Close()
 		return nil, nil, fmt.Errorf("redis %s: %w", addr, err)
 	}
-	return ledger.NewRedis(client, ledger.RedisConfig{Prefix: "activation:ledger:"}), func() { _ = client.Close() }, nil
+	return store, func() { _ = client.Close() }, nil
 }
 
 // ledgerName describes the ledger for the startup log.
