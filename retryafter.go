@@ -7,11 +7,13 @@ import (
 	"time"
 )
 
-// maxRetryAfterSeconds bounds delta-seconds so that the conversion to a
-// time.Duration cannot overflow. A value above it is absurd for a retry hint
-// and is treated as absent rather than clamped, because clamping would turn
-// garbage into an instruction.
-const maxRetryAfterSeconds = 100 * 365 * 24 * 60 * 60
+// maxRetryAfter bounds how far ahead a Retry-After may point, in either
+// form: a century. A value beyond it is absurd for a retry hint and is
+// treated as absent rather than clamped, because clamping would turn
+// garbage into an instruction; and a job queue that rescheduled at
+// "Fri, 31 Dec 9999 23:59:59 GMT" would park the job for ever. It also
+// keeps delta-seconds from overflowing a time.Duration.
+const maxRetryAfter = 100 * 365 * 24 * time.Hour
 
 // ParseRetryAfter parses a Retry-After field value (RFC 9110 §10.2.3) and
 // returns the absolute time before which the client should not retry.
@@ -21,8 +23,9 @@ const maxRetryAfterSeconds = 100 * 365 * 24 * 60 * 60
 // accept (RFC 9110 §5.6.7: IMF-fixdate, the obsolete RFC 850 form and ANSI C
 // asctime). Surrounding whitespace is ignored.
 //
-// Negative, fractional, empty, garbage or overflowing values are treated as
-// absent: ok is false and the time is zero. A date in the past is valid and
+// Negative, fractional, empty, garbage or overflowing values, and values
+// more than a century ahead of now (delta-seconds or date alike), are
+// treated as absent: ok is false and the time is zero. A date in the past is valid and
 // returned as is; callers compare it with now. ParseRetryAfter never panics.
 func ParseRetryAfter(value string, now time.Time) (at time.Time, ok bool) {
 	v := strings.TrimSpace(value)
@@ -31,7 +34,7 @@ func ParseRetryAfter(value string, now time.Time) (at time.Time, ok bool) {
 	}
 	if isDigits(v) {
 		secs, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || secs > maxRetryAfterSeconds {
+		if err != nil || secs > int64(maxRetryAfter/time.Second) {
 			return time.Time{}, false
 		}
 		return now.Add(time.Duration(secs) * time.Second), true
@@ -39,7 +42,9 @@ func ParseRetryAfter(value string, now time.Time) (at time.Time, ok bool) {
 	// http.ParseTime tries IMF-fixdate, RFC 850 and asctime in that order,
 	// exactly the set RFC 9110 §5.6.7 requires a recipient to accept.
 	t, err := http.ParseTime(v)
-	if err != nil {
+	// Sub saturates rather than overflows, so a date millennia away
+	// still compares as beyond the bound.
+	if err != nil || t.Sub(now) > maxRetryAfter {
 		return time.Time{}, false
 	}
 	return t, true
