@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,7 +37,8 @@ type RedisConfig struct {
 	// Prefix starts every key the store writes. Zero means DefaultPrefix.
 	// Stores sharing one Redis for different purposes need different
 	// prefixes; Sweep scans for keys under its own. It must not contain
-	// '{' or '}', which would move the cluster hash tag.
+	// '{' or '}', which would move the cluster hash tag (NewRedis refuses
+	// it).
 	Prefix string
 }
 
@@ -69,8 +71,8 @@ type Redis struct {
 // NewRedis returns a Redis store using client. The store does not close
 // client. It returns an error wrapping ErrNoFingerprintKey when
 // cfg.FingerprintKeys is empty (records in Redis are readable by whoever
-// can read Redis), and one wrapping ErrInvalid for a nil client or a bad
-// key.
+// can read Redis), and one wrapping ErrInvalid for a nil client, a bad
+// key or a Prefix with a brace.
 func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalid)
@@ -81,6 +83,11 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	prefix := cfg.Prefix
 	if prefix == "" {
 		prefix = DefaultPrefix
+	}
+	// A brace would move the cluster hash tag off the record's ID, and
+	// "tenant{shared}:" would put every record on one slot.
+	if strings.ContainsAny(prefix, "{}") {
+		return nil, fmt.Errorf("%w: Prefix %q must not contain '{' or '}'", ErrInvalid, prefix)
 	}
 	return &Redis{
 		client:   client,

@@ -206,3 +206,17 @@ func TestGlobEscape(t *testing.T) {
 		t.Fatalf("globEscape = %q", got)
 	}
 }
+
+// TestRedisPrefixBracesRefused pins issue 16 finding 8: a Prefix such as
+// "tenant{shared}:" was accepted, and its braces became the cluster hash
+// tag of every record, putting the whole ledger on one slot. NewRedis
+// refuses it, as limiter.NewRedis does.
+func TestRedisPrefixBracesRefused(t *testing.T) {
+	client := redistest.Client(t)
+	for _, p := range []string{"tenant{shared}:", "a{", "b}"} {
+		_, err := NewRedis(client, RedisConfig{Prefix: p, Config: Config{FingerprintKeys: FingerprintKeys{redistest.LedgerKey()}}})
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("NewRedis(Prefix %q) = %v, want ErrInvalid", p, err)
+		}
+	}
+}
