@@ -26,8 +26,9 @@ const (
 // in-process ledger.Memory.
 type Config struct {
 	// Store keeps one record per action. Nil means a new ledger.Memory
-	// shared by every handler New's middleware wraps, which deduplicates
-	// within this process only; give every instance of a service one
+	// with its default caps (100,000 records, 64 MiB) and tenant quotas of
+	// a quarter of them, shared by every handler New's middleware wraps,
+	// which deduplicates within this process only; give every instance of a service one
 	// ledger.Redis to deduplicate across them. It may be the very store the
 	// service's outbound retrybudget.Transport uses (see WithStep).
 	Store ledger.Store
@@ -131,7 +132,12 @@ type settings struct {
 // withDefaults returns c with every zero field replaced by its default.
 func (c Config) withDefaults() settings {
 	if c.Store == nil {
-		c.Store = ledger.NewMemory(ledger.MemoryConfig{})
+		// Keys come from callers: give none of them more than a quarter
+		// of the store.
+		c.Store = ledger.NewMemory(ledger.MemoryConfig{
+			TenantMaxRecords: ledger.DefaultMaxRecords / 4,
+			TenantMaxBytes:   ledger.DefaultMaxBytes / 4,
+		})
 	}
 	if c.Methods == nil {
 		c.Methods = []string{http.MethodPost, http.MethodPatch}

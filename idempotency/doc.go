@@ -39,6 +39,7 @@
 //	body over Config.MaxRequestBody           413 TypeBodyTooLarge                    no
 //	body that cannot be read                  400 TypeBodyUnreadable                  no
 //	store unreachable                         503 TypeLedgerUnavailable, Retry-After  no
+//	store full / tenant at its quota          503 / 429 TypeLedgerFull, Retry-After   no
 //	new key, or record expired                the handler's response                  yes
 //	same key, still running                   409 TypePending, Retry-After            no
 //	same key, different fingerprint           422 TypeConflict                        no

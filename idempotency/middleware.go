@@ -76,7 +76,15 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Retention:    g.s.Retention,
 		KeysHonoured: g.s.RerunUncertain,
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, ledger.ErrTenantFull):
+		full(http.StatusTooManyRequests).write(w)
+		return
+	case errors.Is(err, ledger.ErrFull):
+		g.log(r.Context(), "reserve", k, err)
+		full(http.StatusServiceUnavailable).write(w)
+		return
+	case err != nil:
 		g.log(r.Context(), "reserve", k, err)
 		unavailable().write(w)
 		return

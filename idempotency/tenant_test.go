@@ -110,3 +110,34 @@ func TestCredentialTenantKeysCallersApart(t *testing.T) {
 		t.Error("a request without the header got a tenant")
 	}
 }
+
+// TestFullLedgerAnswers503: a Memory store at its cap answers the next new
+// key 503 TypeLedgerFull with Retry-After, and a tenant at its quota 429,
+// without running the handler; keys already held still replay.
+func TestFullLedgerAnswers503(t *testing.T) {
+	store := ledger.NewMemory(ledger.MemoryConfig{MaxRecords: 3, TenantMaxRecords: 2})
+	e := newEnv(t, idempotency.Config{Store: store}, created)
+	send := func(tenant, key string) response {
+		return e.send(request{keys: []string{key}, header: http.Header{"X-Tenant": {tenant}}})
+	}
+	for _, q := range [][2]string{{"a", "k1"}, {"a", "k2"}, {"b", "k1"}} {
+		if res := send(q[0], q[1]); res.Code != http.StatusCreated {
+			t.Fatalf("%v: %d", q, res.Code)
+		}
+	}
+	for _, tt := range []struct {
+		tenant string
+		status int
+	}{{"a", http.StatusTooManyRequests}, {"c", http.StatusServiceUnavailable}} {
+		res := send(tt.tenant, "k3")
+		if res.Code != tt.status || problemBody(t, res).Type != idempotency.TypeLedgerFull || res.Header().Get("Retry-After") != "60" {
+			t.Errorf("tenant %s: %d %s Retry-After %q; want %d TypeLedgerFull, Retry-After 60", tt.tenant, res.Code, res.Body, res.Header().Get("Retry-After"), tt.status)
+		}
+	}
+	if res := send("a", "k1"); res.Header().Get(idempotency.HeaderReplayed) != "true" {
+		t.Errorf("a held key did not replay in a full store: %d", res.Code)
+	}
+	if n := e.runs.Load(); n != 3 {
+		t.Errorf("handler ran %d times, want 3", n)
+	}
+}
