@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -179,7 +180,7 @@ func testLedgerRepeated429sKeepOneIdentity(t *testing.T, store ledger.Store) {
 		return ""
 	}
 	p.mu.Unlock()
-	tr, _ := newFakeTransport(Config{Ledger: store, MaxAttempts: 2, Budget: UnlimitedBudget{}})
+	tr, _ := newFakeTransport(Config{Ledger: store, MaxAttempts: 2, Budget: budget.Unlimited{}})
 	// First call: two 429s, gives up; the record must survive as failed
 	// (no effect), keeping the action's identity.
 	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)

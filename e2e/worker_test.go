@@ -18,6 +18,7 @@ import (
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 )
@@ -80,7 +81,7 @@ func TestWorker(t *testing.T) {
 		LedgerLease:    2 * time.Second,
 		Limiter:        lim,
 		Boundary:       limiter.ByCredential(),
-		Budget:         budget.NewRedis(rdb, budget.RedisConfig{Prefix: prefix + "bud:"}),
+		Budget:         redistest.Must(budget.NewRedis(rdb, budget.RedisConfig{Prefix: prefix + "bud:"}))(t),
 		KeysHonoured:   true,
 		AttemptTimeout: attemptTimeout,
 		BaseDelay:      20 * time.Millisecond,

@@ -39,14 +39,14 @@ type FingerprintKeys [][]byte
 
 // Validate returns nil when k holds at least one key and every key is at
 // least MinFingerprintKeyLen bytes long, and otherwise an error wrapping
-// ErrNoFingerprintKey or ErrInvalid.
+// ErrNoFingerprintKey or ErrInvalidConfig.
 func (k FingerprintKeys) Validate() error {
 	if len(k) == 0 {
 		return ErrNoFingerprintKey
 	}
 	for i, key := range k {
 		if len(key) < MinFingerprintKeyLen {
-			return fmt.Errorf("%w: fingerprint key %d is %d bytes, want at least %d", ErrInvalid, i, len(key), MinFingerprintKeyLen)
+			return fmt.Errorf("%w: fingerprint key %d is %d bytes, want at least %d", ErrInvalidConfig, i, len(key), MinFingerprintKeyLen)
 		}
 	}
 	return nil

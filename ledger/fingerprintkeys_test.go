@@ -63,7 +63,7 @@ func TestRedisRequiresFingerprintKey(t *testing.T) {
 	if _, err := NewRedis(client, RedisConfig{}); !errors.Is(err, ErrNoFingerprintKey) {
 		t.Errorf("NewRedis without a key: %v, want ErrNoFingerprintKey", err)
 	}
-	if _, err := NewRedis(client, RedisConfig{Config: Config{FingerprintKeys: FingerprintKeys{[]byte("short")}}}); !errors.Is(err, ErrInvalid) {
+	if _, err := NewRedis(client, RedisConfig{Config: Config{FingerprintKeys: FingerprintKeys{[]byte("short")}}}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("NewRedis with a 5-byte key: %v, want ErrInvalid", err)
 	}
 }

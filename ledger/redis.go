@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/retrybudget/retrybudget/internal/redisstore"
 )
 
 // DefaultPrefix starts every Redis key a Redis store writes when
@@ -69,25 +70,23 @@ type Redis struct {
 }
 
 // NewRedis returns a Redis store using client. The store does not close
-// client. It returns an error wrapping ErrNoFingerprintKey when
-// cfg.FingerprintKeys is empty (records in Redis are readable by whoever
-// can read Redis), and one wrapping ErrInvalid for a nil client, a bad
-// key or a Prefix with a brace.
+// client. It fails with an error wrapping ErrInvalidConfig for a nil client (or
+// a nil *redis.Client, *redis.ClusterClient or *redis.Ring), for a
+// Prefix holding '{' or '}', and for missing or short
+// Config.FingerprintKeys (ErrNoFingerprintKey, which wraps
+// ErrInvalidConfig too).
 func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
-	if client == nil {
-		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalid)
+	if err := redisstore.CheckClient(client); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	prefix, err := redisstore.Prefix(cfg.Prefix, DefaultPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	// Records in Redis are readable by whoever can read Redis: keep no
+	// fingerprint there that could be reversed by guessing.
 	if err := cfg.FingerprintKeys.Validate(); err != nil {
 		return nil, fmt.Errorf("ledger: NewRedis: %w", err)
-	}
-	prefix := cfg.Prefix
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
-	// A brace would move the cluster hash tag off the record's ID, and
-	// "tenant{shared}:" would put every record on one slot.
-	if strings.ContainsAny(prefix, "{}") {
-		return nil, fmt.Errorf("%w: Prefix %q must not contain '{' or '}'", ErrInvalid, prefix)
 	}
 	return &Redis{
 		client:   client,

@@ -11,18 +11,6 @@ import (
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
-// newTestRedis returns a Redis store over client with the tests'
-// fingerprint key added to cfg.
-func newTestRedis(t testing.TB, client redis.UniversalClient, cfg RedisConfig) *Redis {
-	t.Helper()
-	cfg.FingerprintKeys = append(cfg.FingerprintKeys, redistest.LedgerKey())
-	s, err := NewRedis(client, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // redisShort is the lease and retention the Redis suite waits out: long
 // enough to be far above scheduling noise, short enough to keep the suite
 // quick.
@@ -32,9 +20,37 @@ const redisShort = 150 * time.Millisecond
 // hanging.
 const pollBound = 10 * time.Second
 
+// mustRedis is NewRedis with the tests' fingerprint key added to cfg,
+// failing t on an error.
+func mustRedis(t testing.TB, client redis.UniversalClient, cfg RedisConfig) *Redis {
+	t.Helper()
+	cfg.FingerprintKeys = append(cfg.FingerprintKeys, redistest.LedgerKey())
+	s, err := NewRedis(client, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A nil client, or a nil pointer of a go-redis client type, is an error at
+// construction rather than a panic at the first Reserve; so is a prefix
+// with a brace, as in packages limiter and budget.
+func TestNewRedisRefusesABadClientOrPrefix(t *testing.T) {
+	for _, c := range []redis.UniversalClient{nil, (*redis.Client)(nil), (*redis.ClusterClient)(nil), (*redis.Ring)(nil)} {
+		if s, err := NewRedis(c, RedisConfig{}); !errors.Is(err, ErrInvalidConfig) || s != nil {
+			t.Errorf("NewRedis(%T(nil)) = %v, %v; want ErrInvalidConfig", c, s, err)
+		}
+	}
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer c.Close()
+	if _, err := NewRedis(c, RedisConfig{Prefix: "a{b}:"}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("NewRedis with Prefix a{b}: = %v; want ErrInvalidConfig", err)
+	}
+}
+
 func newRedisHarness(client redis.UniversalClient) func(t *testing.T) harness {
 	return func(t *testing.T) harness {
-		s := newTestRedis(t, client, RedisConfig{Prefix: redistest.Prefix(t)})
+		s := mustRedis(t, client, RedisConfig{Prefix: redistest.Prefix(t)})
 		return harness{
 			Store:   s,
 			advance: func(t *testing.T, d time.Duration) { waitServerTime(t, client, d) },
@@ -136,7 +152,7 @@ func testSweepEveryMaster(t *testing.T, client *redis.ClusterClient) {
 func TestRedisKeyLayout(t *testing.T) {
 	client := redistest.Client(t)
 	prefix := redistest.Prefix(t)
-	s := newTestRedis(t, client, RedisConfig{Prefix: prefix})
+	s := mustRedis(t, client, RedisConfig{Prefix: prefix})
 	k := Key{Tenant: "acme", Operation: "charge", Key: "sk_live_secret-ish"}
 	if _, err := s.Reserve(t.Context(), ReserveRequest{Key: k, Fingerprint: fpA, Retention: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -155,7 +171,7 @@ func TestRedisKeyLayout(t *testing.T) {
 	if err != nil || ttl <= 59*time.Minute || ttl > time.Hour {
 		t.Fatalf("PTTL = %s, %v; want about the retention", ttl, err)
 	}
-	if newTestRedis(t, client, RedisConfig{}).keyName(k) != DefaultPrefix+"{"+k.ID()+"}" {
+	if mustRedis(t, client, RedisConfig{}).keyName(k) != DefaultPrefix+"{"+k.ID()+"}" {
 		t.Fatal("zero Prefix does not mean DefaultPrefix")
 	}
 }
@@ -164,7 +180,7 @@ func TestRedisKeyLayout(t *testing.T) {
 // guess.
 func TestRedisCorruptRecord(t *testing.T) {
 	client := redistest.Client(t)
-	s := newTestRedis(t, client, RedisConfig{Prefix: redistest.Prefix(t)})
+	s := mustRedis(t, client, RedisConfig{Prefix: redistest.Prefix(t)})
 	for _, st := range []string{"bogus", "absent"} {
 		k := Key{Key: st}
 		if err := client.HSet(t.Context(), s.keyName(k), "st", st, "fp", fpA, "ca", "1", "ea", "1", "lu", "0", "na", "0").Err(); err != nil {
@@ -188,7 +204,7 @@ func TestRedisCorruptRecord(t *testing.T) {
 func TestRedisScriptCacheFlushed(t *testing.T) {
 	srv := redistest.Start(t) // private: SCRIPT FLUSH is server-wide
 	client := srv.Client(t)
-	s := newTestRedis(t, client, RedisConfig{})
+	s := mustRedis(t, client, RedisConfig{})
 	res, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA})
 	if err != nil {
 		t.Fatal(err)
@@ -204,19 +220,5 @@ func TestRedisScriptCacheFlushed(t *testing.T) {
 func TestGlobEscape(t *testing.T) {
 	if got := globEscape(`a*b?c[d]e\f{g}`); got != `a\*b\?c\[d\]e\\f{g}` {
 		t.Fatalf("globEscape = %q", got)
-	}
-}
-
-// TestRedisPrefixBracesRefused pins issue 16 finding 8: a Prefix such as
-// "tenant{shared}:" was accepted, and its braces became the cluster hash
-// tag of every record, putting the whole ledger on one slot. NewRedis
-// refuses it, as limiter.NewRedis does.
-func TestRedisPrefixBracesRefused(t *testing.T) {
-	client := redistest.Client(t)
-	for _, p := range []string{"tenant{shared}:", "a{", "b}"} {
-		_, err := NewRedis(client, RedisConfig{Prefix: p, Config: Config{FingerprintKeys: FingerprintKeys{redistest.LedgerKey()}}})
-		if !errors.Is(err, ErrInvalid) {
-			t.Errorf("NewRedis(Prefix %q) = %v, want ErrInvalid", p, err)
-		}
 	}
 }
