@@ -82,7 +82,7 @@ type Local struct {
 	mu    sync.Mutex // guards dests
 	dests *lru.Map[string, *counter]
 	cfg   Rule
-	now       func() time.Time
+	now   func() time.Time
 }
 
 // NewLocal returns a Local with cfg's zero fields defaulted.

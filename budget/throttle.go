@@ -113,4 +113,3 @@ func (t *Throttle) Record(dest string, now time.Time, accepted bool) {
 		c.win.b[c.win.slot]++
 	}
 }
-
