@@ -39,6 +39,11 @@ type Config struct {
 	// ErrNoFingerprintKey without one); nil in a Memory store means a
 	// random key drawn when the store is created.
 	FingerprintKeys FingerprintKeys
+	// EncryptionKeys, when set, encrypt the response headers and body a
+	// store shared between processes keeps (see EncryptionKeys). Nil
+	// stores them in the clear. A Memory store, in process memory, does
+	// not encrypt.
+	EncryptionKeys EncryptionKeys
 }
 
 func (c Config) maxBody() int {

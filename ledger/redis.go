@@ -88,6 +88,9 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	if err := cfg.FingerprintKeys.Validate(); err != nil {
 		return nil, fmt.Errorf("ledger: NewRedis: %w", err)
 	}
+	if err := cfg.EncryptionKeys.Validate(); err != nil {
+		return nil, fmt.Errorf("ledger: NewRedis: %w", err)
+	}
 	return &Redis{
 		client:   client,
 		cfg:      cfg.Config,
@@ -159,7 +162,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		res.Record = Record{Key: req.Key}
 		return res, nil
 	}
-	if res.Record, err = decodeRecord(fields); err != nil {
+	if res.Record, err = decodeRecord(fields, r.cfg.EncryptionKeys); err != nil {
 		return Reservation{}, err
 	}
 	if res.Verdict == VerdictPending {
@@ -207,8 +210,17 @@ func (r *Redis) Complete(ctx context.Context, k Key, token int64, o Outcome) err
 	if err != nil {
 		return fmt.Errorf("ledger: encode headers: %w", err)
 	}
+	if h, err = r.cfg.EncryptionKeys.Seal(k, "headers", h); err != nil {
+		return err
+	}
+	body := s.Body
+	if len(body) > 0 {
+		if body, err = r.cfg.EncryptionKeys.Seal(k, "body", body); err != nil {
+			return err
+		}
+	}
 	return r.fenced(ctx, r.complete, "complete", k, token,
-		s.Status, h, s.Body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted))
+		s.Status, h, body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted))
 }
 
 // Fail implements Store.
@@ -229,7 +241,7 @@ func (r *Redis) Get(ctx context.Context, k Key) (Record, error) {
 	if len(fields) == 0 {
 		return Record{}, ErrNotFound
 	}
-	return decodeRecord(fields)
+	return decodeRecord(fields, r.cfg.EncryptionKeys)
 }
 
 // fenced runs a script that returns 1 when token is current and 0 when
