@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/retrybudget/retrybudget/internal/keyedhash"
 	"github.com/retrybudget/retrybudget/internal/redisstore"
 )
 
@@ -25,22 +26,35 @@ const keyDomain = "retrybudget/limiter/key/v1"
 // containing '{' or '}' would otherwise break the tag; and keys stay short.
 type keyspace struct {
 	prefix string
+	// keyed, when set, names boundaries by a keyed hash (BoundaryKey).
+	keyed *keyedhash.Hasher
 }
 
 // newKeyspace applies the key-prefix rule (redisstore.Prefix): a brace in
 // prefix would move the hash tag off the boundary and pin every boundary to
 // one slot.
-func newKeyspace(prefix string) (keyspace, error) {
+func newKeyspace(prefix string, boundaryKey []byte) (keyspace, error) {
 	prefix, err := redisstore.Prefix(prefix, DefaultPrefix)
 	if err != nil {
 		return keyspace{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return keyspace{prefix: prefix}, nil
+	ks := keyspace{prefix: prefix}
+	if boundaryKey != nil {
+		h, err := keyedhash.New(boundaryKey)
+		if err != nil {
+			return keyspace{}, fmt.Errorf("%w: BoundaryKey: %w", ErrInvalidConfig, err)
+		}
+		ks.keyed = &h
+	}
+	return ks, nil
 }
 
 // base returns the start shared by every key of boundary:
 // "<prefix>{<hash of boundary>}:".
 func (k keyspace) base(boundary string) string {
+	if k.keyed != nil {
+		return k.prefix + "{" + k.keyed.Sum(keyDomain, boundary, 32) + "}:"
+	}
 	return k.prefix + "{" + keyHash(boundary) + "}:"
 }
 
