@@ -3,6 +3,7 @@ package retrybudget
 import (
 	"context"
 	"errors"
+	"github.com/retrybudget/retrybudget/internal/ledgertest"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/limiter"
 	"io"
@@ -281,10 +282,10 @@ func ledgerStores(t *testing.T) map[string]func(t *testing.T) ledger.Store {
 	return map[string]func(t *testing.T) ledger.Store{
 		"memory": func(t *testing.T) ledger.Store { return ledger.NewMemory(ledger.MemoryConfig{}) },
 		"redis": func(t *testing.T) ledger.Store {
-			return redisLedger(t, redistest.Client(t), redistest.Prefix(t))
+			return ledgertest.Redis(t, redistest.Client(t), redistest.Prefix(t))
 		},
 		"cluster": func(t *testing.T) ledger.Store {
-			return redisLedger(t, cluster.Client(t), redistest.Prefix(t))
+			return ledgertest.Redis(t, cluster.Client(t), redistest.Prefix(t))
 		},
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/retrybudget/retrybudget/internal/ledgertest"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
 )
@@ -26,19 +27,7 @@ const childEnv = "RETRYBUDGET_CHILD"
 func childStore(t *testing.T) ledger.Store {
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("RB_REDIS")})
 	t.Cleanup(func() { rdb.Close() })
-	return redisLedger(t, rdb, os.Getenv("RB_PREFIX"))
-}
-
-// redisLedger returns a Redis ledger over client under prefix, with the
-// tests' fingerprint key.
-func redisLedger(t testing.TB, client redis.UniversalClient, prefix string) *ledger.Redis {
-	t.Helper()
-	s, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: prefix,
-		Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return ledgertest.Redis(t, rdb, os.Getenv("RB_PREFIX"))
 }
 
 // TestLedgerChild is the child side; it does nothing in a normal run.
@@ -164,7 +153,7 @@ func TestLedgerWorkerSIGKILLedAfterTheEffect(t *testing.T) {
 			close(release)
 
 			rdb := srv.Client(t)
-			store := redisLedger(t, rdb, prefix)
+			store := ledgertest.Redis(t, rdb, prefix)
 			if r, err := store.Get(context.Background(), ledger.Key(order)); err != nil || r.State != ledger.StateInProgress {
 				t.Fatalf("after the kill: %v %v; want the action in progress", r.State, err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/retrybudget/retrybudget/idempotency"
+	"github.com/retrybudget/retrybudget/internal/ledgertest"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
 )
@@ -37,18 +38,6 @@ func startInstance(t *testing.T, store ledger.Store, h http.Handler) *instance {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &instance{srv: srv}
-}
-
-// redisLedger returns a Redis ledger over client under prefix, with the
-// tests' fingerprint key.
-func redisLedger(t testing.TB, client redis.UniversalClient, prefix string) *ledger.Redis {
-	t.Helper()
-	s, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: prefix,
-		Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // answer is one client's view of a response.
@@ -94,8 +83,8 @@ func TestTwoInstancesOneRedis(t *testing.T) {
 		fmt.Fprintf(w, `{"activation":%d}`, n)
 	})
 	servers := []*instance{
-		startInstance(t, redisLedger(t, c1, prefix), h),
-		startInstance(t, redisLedger(t, c2, prefix), h),
+		startInstance(t, ledgertest.Redis(t, c1, prefix), h),
+		startInstance(t, ledgertest.Redis(t, c2, prefix), h),
 	}
 
 	const clients = 24
@@ -159,7 +148,7 @@ func TestRedisDownFailsClosed(t *testing.T) {
 	rs := redistest.Start(t)
 	c := rs.Client(t)
 	var runs atomic.Int32
-	inst := startInstance(t, redisLedger(t, c, redistest.Prefix(t)),
+	inst := startInstance(t, ledgertest.Redis(t, c, redistest.Prefix(t)),
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { runs.Add(1) }))
 
 	if a := post(inst.srv.URL, "k-up", "{}"); a.status != http.StatusOK {
