@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/retrybudget/retrybudget/internal/redistest"
+	"github.com/retrybudget/retrybudget/ledger/ledgertest"
 	"github.com/retrybudget/retrybudget/limiter"
 	"io"
 	"net/http"
@@ -281,10 +282,10 @@ func ledgerStores(t *testing.T) map[string]func(t *testing.T) ledger.Store {
 	return map[string]func(t *testing.T) ledger.Store{
 		"memory": func(t *testing.T) ledger.Store { return ledger.NewMemory(ledger.MemoryConfig{}) },
 		"redis": func(t *testing.T) ledger.Store {
-			return redistest.Must(ledger.NewRedis(redistest.Client(t), ledger.RedisConfig{Prefix: redistest.Prefix(t)}))(t)
+			return ledgertest.Redis(t, redistest.Client(t), redistest.Prefix(t))
 		},
 		"cluster": func(t *testing.T) ledger.Store {
-			return redistest.Must(ledger.NewRedis(cluster.Client(t), ledger.RedisConfig{Prefix: redistest.Prefix(t)}))(t)
+			return ledgertest.Redis(t, cluster.Client(t), redistest.Prefix(t))
 		},
 	}
 }

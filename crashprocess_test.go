@@ -16,6 +16,7 @@ import (
 
 	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/ledger/ledgertest"
 )
 
 // Child processes of these tests are this test binary, re-executed with
@@ -26,7 +27,7 @@ const childEnv = "RETRYBUDGET_CHILD"
 func childStore(t *testing.T) ledger.Store {
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("RB_REDIS")})
 	t.Cleanup(func() { rdb.Close() })
-	return redistest.Must(ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: os.Getenv("RB_PREFIX")}))(t)
+	return ledgertest.Redis(t, rdb, os.Getenv("RB_PREFIX"))
 }
 
 // TestLedgerChild is the child side; it does nothing in a normal run.
@@ -152,7 +153,7 @@ func TestLedgerWorkerSIGKILLedAfterTheEffect(t *testing.T) {
 			close(release)
 
 			rdb := srv.Client(t)
-			store := redistest.Must(ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix}))(t)
+			store := ledgertest.Redis(t, rdb, prefix)
 			if r, err := store.Get(context.Background(), order); err != nil || r.State != ledger.StateInProgress {
 				t.Fatalf("after the kill: %v %v; want the action in progress", r.State, err)
 			}

@@ -18,10 +18,11 @@ import (
 // ledger's conflict and uncertain verdicts at Warn; ledger store failures at
 // Error. Each record carries the request's method, host (the URL host) and
 // path, then the event's own attributes: attempt, attempts, key (the
-// idempotency key, which names an action and grants nothing), class, status,
+// idempotency key, when identities are shown), class, status,
 // duration, error, delay, retry_after, reason, retry_at, maybe_applied,
-// destination, boundary, wait, until, and for the ledger tenant, operation,
-// action (the Action's key), verdict, op and decision.
+// destination, boundary, wait, until, and for the ledger operation, verdict,
+// op and decision (and tenant and action, the Action's key, when
+// identities are shown).
 //
 // Credentials stay out of the logs: no header is logged (Authorization,
 // Cookie and API-key headers among them), nor any body, query string, URL
@@ -32,11 +33,18 @@ import (
 //
 // Records are logged with the request's context, so a handler can add trace
 // and span IDs from it.
-func LogObserver(logger *slog.Logger) Observer {
+//
+// Tenants, action keys, idempotency keys and the credential part of
+// limiter boundaries are left out unless ids.ShowIdentities is set (see
+// Identities); at most one ids is used.
+func LogObserver(logger *slog.Logger, ids ...Identities) Observer {
 	if logger == nil {
 		return Observer{}
 	}
 	l := logObserver{logger: logger}
+	if len(ids) > 0 {
+		l.ids = ids[0]
+	}
 	return Observer{
 		Attempt:  l.attempt,
 		Retry:    l.retry,
@@ -52,6 +60,7 @@ func LogObserver(logger *slog.Logger) Observer {
 // method to its Observer field, so a new event is one method and one line.
 type logObserver struct {
 	logger *slog.Logger
+	ids    Identities
 }
 
 func (l logObserver) attempt(ev AttemptEvent) {
@@ -62,7 +71,7 @@ func (l logObserver) attempt(ev AttemptEvent) {
 	attrs := make([]slog.Attr, 0, 10)
 	attrs = appendRequestAttrs(attrs, ev.Request)
 	attrs = append(attrs, slog.Int("attempt", ev.Attempt))
-	attrs = appendKey(attrs, ev.Key)
+	attrs = appendKey(attrs, l.ids.Value(ev.Key))
 	attrs = append(attrs, slog.String("class", ev.Class.String()))
 	if ev.StatusCode != 0 {
 		attrs = append(attrs, slog.Int("status", ev.StatusCode))
@@ -82,7 +91,7 @@ func (l logObserver) retry(ev RetryEvent) {
 	attrs := make([]slog.Attr, 0, 8)
 	attrs = appendRequestAttrs(attrs, ev.Request)
 	attrs = append(attrs, slog.Int("attempt", ev.Attempt))
-	attrs = appendKey(attrs, ev.Key)
+	attrs = appendKey(attrs, l.ids.Value(ev.Key))
 	attrs = append(attrs, slog.String("class", ev.Class.String()), slog.Duration("delay", ev.Delay))
 	if ev.RetryAfter > 0 {
 		attrs = append(attrs, slog.Duration("retry_after", ev.RetryAfter))
@@ -101,7 +110,7 @@ func (l logObserver) giveUp(ev GiveUpEvent) {
 	attrs := make([]slog.Attr, 0, 11)
 	attrs = appendRequestAttrs(attrs, ev.Request)
 	attrs = append(attrs, slog.Int("attempts", o.Attempts))
-	attrs = appendKey(attrs, o.Key)
+	attrs = appendKey(attrs, l.ids.Value(o.Key))
 	attrs = append(attrs, slog.String("class", o.Class.String()))
 	if o.StatusCode != 0 {
 		attrs = append(attrs, slog.Int("status", o.StatusCode))
@@ -139,8 +148,8 @@ func (l logObserver) budget(ev BudgetEvent) {
 	l.logger.LogAttrs(ctx, level, msg, attrs...)
 }
 
-// limited logs the limiter's boundary as is: Boundary functions hash any
-// credential they key on (see limiter.ByCredential).
+// limited logs the limiter's boundary as Identities allow: without a
+// credential hash by default.
 func (l logObserver) limited(ev LimitEvent) {
 	ctx, ok := l.enabled(ev.Request, slog.LevelDebug)
 	if !ok {
@@ -148,7 +157,7 @@ func (l logObserver) limited(ev LimitEvent) {
 	}
 	attrs := make([]slog.Attr, 0, 8)
 	attrs = appendRequestAttrs(attrs, ev.Request)
-	attrs = append(attrs, slog.String("boundary", ev.Boundary), slog.Duration("wait", ev.Wait))
+	attrs = append(attrs, slog.String("boundary", l.ids.Boundary(ev.Boundary)), slog.Duration("wait", ev.Wait))
 	if ev.Decision.Reason != "" {
 		attrs = append(attrs, slog.String("reason", string(ev.Decision.Reason)))
 	}
@@ -168,7 +177,7 @@ func (l logObserver) cooldown(ev CooldownEvent) {
 	}
 	attrs := make([]slog.Attr, 0, 5)
 	attrs = appendRequestAttrs(attrs, ev.Request)
-	attrs = append(attrs, slog.String("boundary", ev.Boundary), slog.Time("until", ev.Until))
+	attrs = append(attrs, slog.String("boundary", l.ids.Boundary(ev.Boundary)), slog.Time("until", ev.Until))
 	l.logger.LogAttrs(ctx, slog.LevelInfo, "retrybudget: boundary cooldown", attrs...)
 }
 
@@ -199,11 +208,10 @@ func (l logObserver) ledger(ev LedgerEvent) {
 	}
 	attrs := make([]slog.Attr, 0, 9)
 	attrs = appendRequestAttrs(attrs, ev.Request)
-	attrs = append(attrs,
-		slog.String("tenant", ev.Action.Tenant),
-		slog.String("operation", ev.Action.Operation),
-		slog.String("action", ev.Action.Key),
-	)
+	attrs = append(attrs, slog.String("operation", ev.Action.Operation))
+	if l.ids.ShowIdentities {
+		attrs = append(attrs, slog.String("tenant", ev.Action.Tenant), slog.String("action", ev.Action.Key))
+	}
 	if ev.Err != nil {
 		attrs = append(attrs, slog.String("op", ev.Op), slog.String("error", ErrorText(ev.Err)))
 	} else {

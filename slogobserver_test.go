@@ -128,7 +128,7 @@ func TestLogObserverTransport(t *testing.T) {
 	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{
 		Base:      srv.Client().Transport,
 		BaseDelay: time.Millisecond,
-		Observer:  retrybudget.LogObserver(rec.logger()),
+		Observer:  retrybudget.LogObserver(rec.logger(), showIDs),
 	})}
 	req, _ := http.NewRequest("POST", srv.URL+"/v1/charges?expand=customer", strings.NewReader(`{"amount":1999}`))
 	req.Header.Set("Idempotency-Key", "order-1042")
@@ -280,7 +280,7 @@ func TestLogObserverEvents(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var rec logRecorder
-			tt.emit(retrybudget.LogObserver(rec.logger()))
+			tt.emit(retrybudget.LogObserver(rec.logger(), showIDs))
 			got := rec.records(t)
 			if len(got) != 1 {
 				t.Fatalf("%d records; want 1:\n%s", len(got), rec.text())
@@ -340,7 +340,7 @@ func TestLogObserverNeverLogsCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec logRecorder
-	obs := retrybudget.LogObserver(rec.logger())
+	obs := retrybudget.LogObserver(rec.logger(), showIDs)
 	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{
 		Base:      provider,
 		BaseDelay: time.Millisecond,
@@ -392,7 +392,7 @@ func TestLogObserverLedger(t *testing.T) {
 	tr := retrybudget.New(retrybudget.Config{
 		Base:     srv.Client().Transport,
 		Ledger:   retrybudget.LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})},
-		Observer: retrybudget.LogObserver(rec.logger()),
+		Observer: retrybudget.LogObserver(rec.logger(), showIDs),
 	})
 	act := retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
 	for _, body := range []string{`{"amount":100}`, `{"amount":100}`, `{"amount":999}`} {
@@ -451,9 +451,9 @@ func Example_logObserver() {
 	}
 	resp.Body.Close()
 	// Output:
-	// level=INFO msg="retrybudget: retry" method=POST host=api.example.com path=/v1/charges attempt=2 key=order-1042 class=capacity delay=1ms
-	// level=INFO msg="retrybudget: retry" method=POST host=api.example.com path=/v1/charges attempt=3 key=order-1042 class=capacity delay=2ms
-	// level=WARN msg="retrybudget: give up" method=POST host=api.example.com path=/v1/charges attempts=3 key=order-1042 class=business status=422 reason="retrybudget: rejected by the provider" maybe_applied=false
+	// level=INFO msg="retrybudget: retry" method=POST host=api.example.com path=/v1/charges attempt=2 class=capacity delay=1ms
+	// level=INFO msg="retrybudget: retry" method=POST host=api.example.com path=/v1/charges attempt=3 class=capacity delay=2ms
+	// level=WARN msg="retrybudget: give up" method=POST host=api.example.com path=/v1/charges attempts=3 class=business status=422 reason="retrybudget: rejected by the provider" maybe_applied=false
 }
 
 func TestErrorTextDropsTheURL(t *testing.T) {
@@ -472,3 +472,7 @@ func TestErrorTextDropsTheURL(t *testing.T) {
 		}
 	}
 }
+
+// showIDs is the opt-in the tests of what LogObserver records use, so they
+// see every attribute; TestObserversKeepIdentitiesOut checks the default.
+var showIDs = retrybudget.Identities{ShowIdentities: true}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/retrybudget/retrybudget/internal/lru"
 	"github.com/retrybudget/retrybudget/internal/schedule"
 )
 
@@ -62,14 +63,15 @@ func (c Config) Rule() Rule {
 }
 
 // Local is a Budget counted in this process, per destination.
-// Destinations unused for longer than five minutes are forgotten.
+// Destinations unused for longer than five minutes are forgotten, and at
+// most 10,000 are remembered, the least recently used forgotten first (it
+// starts again with a fresh floor, as after an idle spell); no call scans
+// them all.
 type Local struct {
-	mu    sync.Mutex // guards dests and lastSweep
-	dests map[string]*counter
-	// lastSweep is when idle destinations were last evicted.
-	lastSweep time.Time
-	cfg       Rule
-	now       func() time.Time
+	mu    sync.Mutex // guards dests
+	dests *lru.Map[string, *counter]
+	cfg   Rule
+	now   func() time.Time
 }
 
 // NewLocal returns a Local with cfg's zero fields defaulted.
@@ -82,7 +84,8 @@ func NewLocal(cfg Config) *Local {
 // clock, so the budget it builds by default runs on the Transport's time;
 // a simulation passes a virtual one.
 func NewLocalClock(cfg Config, now func() time.Time) *Local {
-	return &Local{dests: map[string]*counter{}, cfg: cfg.Rule(), now: now}
+	idle := func(c *counter, now time.Time) bool { return now.Sub(c.lastUse) > idleTimeout }
+	return &Local{dests: lru.New[string](maxDestinations, idle), cfg: cfg.Rule(), now: now}
 }
 
 // Deposit implements Budget.
@@ -109,21 +112,13 @@ func (b *Local) withdrawAt(dest string, now time.Time) Decision {
 	return b.counter(dest, now).withdraw(&b.cfg, now)
 }
 
-// counter returns dest's counter, creating it, and evicts idle ones once a
-// window. counter requires that b.mu is held.
+// counter returns dest's counter, creating it; adding one sweeps a few
+// idle ones (see lru.Map.Put). counter requires that b.mu is held.
 func (b *Local) counter(dest string, now time.Time) *counter {
-	if now.Sub(b.lastSweep) > b.cfg.Window {
-		for k, c := range b.dests {
-			if now.Sub(c.lastUse) > idleTimeout {
-				delete(b.dests, k)
-			}
-		}
-		b.lastSweep = now
-	}
-	c := b.dests[dest]
-	if c == nil {
+	c, ok := b.dests.Get(dest)
+	if !ok {
 		c = &counter{floor: b.cfg.MinRetriesPerSec, floorAt: now}
-		b.dests[dest] = c
+		b.dests.Put(dest, c, now)
 	}
 	c.lastUse = now
 	return c

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/lru"
 )
 
 // Defaults of a ThrottleConfig's zero fields.
@@ -22,6 +24,13 @@ type ThrottleConfig struct {
 	Window time.Duration
 }
 
+// maxDestinations caps the destinations a Throttle or a Local budget
+// remembers. The destination is the URL host by default, which a caller
+// may control (webhook delivery), so without a cap the set grows with
+// whatever hosts it names. Past the cap the least recently used is
+// forgotten: it starts again with no history, as after an idle spell.
+const maxDestinations = 10_000
+
 // Throttle is client-side throttling as described in Google's SRE
 // book ("Handling Overload"): per destination, it counts the attempts sent
 // (requests) and those the provider accepted (a success or a business
@@ -30,9 +39,12 @@ type ThrottleConfig struct {
 // (requests − K×accepts) / (requests + 1), before sending it (the
 // Transport then ends the call with ErrThrottled). Retries are left to the
 // Budget; only first attempts are throttled. It is safe for concurrent use.
+// It remembers at most 10,000 destinations, the least recently used
+// forgotten first, and forgets one idle for a whole Window; no call scans
+// them all.
 type Throttle struct {
 	mu    sync.Mutex // guards dests
-	dests map[string]*throttleCounter
+	dests *lru.Map[string, *throttleCounter]
 	cfg   ThrottleConfig
 	// rand returns a uniform pick in [0, 1); a seam for tests.
 	rand func() float64
@@ -47,7 +59,8 @@ func NewThrottle(cfg ThrottleConfig) *Throttle {
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultThrottleWindow
 	}
-	return &Throttle{dests: map[string]*throttleCounter{}, cfg: cfg, rand: rand.Float64}
+	idle := func(c *throttleCounter, now time.Time) bool { return now.Sub(c.lastUse) > cfg.Window }
+	return &Throttle{dests: lru.New[string](maxDestinations, idle), cfg: cfg, rand: rand.Float64}
 }
 
 // throttleCounter is one destination's window; a: requests, b: accepts.
@@ -66,8 +79,8 @@ func (t *Throttle) RejectProbability(dest string, now time.Time) float64 {
 
 // probability requires that t.mu is held.
 func (t *Throttle) probability(dest string, now time.Time) float64 {
-	c := t.dests[dest]
-	if c == nil {
+	c, ok := t.dests.Get(dest)
+	if !ok {
 		return 0
 	}
 	c.win.advance(t.cfg.Window, now)
@@ -88,28 +101,15 @@ func (t *Throttle) Allow(dest string, now time.Time) bool {
 func (t *Throttle) Record(dest string, now time.Time, accepted bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c := t.dests[dest]
-	if c == nil {
-		if len(t.dests) > 4096 {
-			t.evict(now)
-		}
+	c, ok := t.dests.Get(dest)
+	if !ok {
 		c = &throttleCounter{}
-		t.dests[dest] = c
+		t.dests.Put(dest, c, now)
 	}
 	c.lastUse = now
 	c.win.advance(t.cfg.Window, now)
 	c.win.a[c.win.slot]++
 	if accepted {
 		c.win.b[c.win.slot]++
-	}
-}
-
-// evict forgets destinations idle for a whole window. evict requires that
-// t.mu is held.
-func (t *Throttle) evict(now time.Time) {
-	for k, c := range t.dests {
-		if now.Sub(c.lastUse) > t.cfg.Window {
-			delete(t.dests, k)
-		}
 	}
 }

@@ -68,14 +68,16 @@ func TestWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	led, err := ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix + "led:",
+		Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{[]byte("e2e-ledger-fingerprint-key-0123")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	base := &http.Transport{MaxIdleConnsPerHost: concurrency}
 	defer base.CloseIdleConnections()
 	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{
-		Base: base,
-		Ledger: retrybudget.LedgerConfig{
-			Store: redistest.Must(ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix + "led:"}))(t),
-			Lease: 2 * time.Second,
-		},
+		Base:           base,
+		Ledger:         retrybudget.LedgerConfig{Store: led, Lease: 2 * time.Second},
 		Limiter:        lim,
 		Boundary:       limiter.ByCredential(),
 		Budget:         redistest.Must(budget.NewRedis(rdb, budget.RedisConfig{Prefix: prefix + "bud:"}))(t),

@@ -60,9 +60,9 @@ func TestStoredBeforeDelivered(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			store := ledger.NewMemory(ledger.MemoryConfig{})
-			guard := idempotency.New(idempotency.Config{Store: store, MaxResponseBody: 32})
+			guard := idempotency.New(idempotency.Config{Store: store, Tenant: testTenant, MaxResponseBody: 32})
 			h := guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(tt.body)) }))
-			p := &stateProbe{ResponseRecorder: httptest.NewRecorder(), store: store, key: ledger.Key{Operation: "POST /things", Key: "k1"}}
+			p := &stateProbe{ResponseRecorder: httptest.NewRecorder(), store: store, key: thingsKey("k1")}
 			h.ServeHTTP(p, request{}.build())
 			if len(p.states) != 1 || p.states[0] != tt.want || p.Body.String() != tt.body {
 				t.Errorf("state when delivered %v, body %q; want %v and the whole body", p.states, p.Body, tt.want)

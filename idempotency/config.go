@@ -1,8 +1,6 @@
 package idempotency
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"os"
@@ -23,12 +21,14 @@ const (
 	DefaultMaxRequestBody = 1 << 20
 )
 
-// Config configures the middleware. The zero value is ready to use: New
-// with Config{} guards POST and PATCH with an in-process ledger.Memory.
+// Config configures the middleware. Every field but Tenant has a useful
+// zero value: New with only Tenant set guards POST and PATCH with an
+// in-process ledger.Memory.
 type Config struct {
 	// Store keeps one record per action. Nil means a new ledger.Memory
-	// shared by every handler New's middleware wraps, which deduplicates
-	// within this process only; give every instance of a service one
+	// with its default caps (100,000 records, 64 MiB) and tenant quotas of
+	// a quarter of them, shared by every handler New's middleware wraps,
+	// which deduplicates within this process only; give every instance of a service one
 	// ledger.Redis to deduplicate across them. It may be the very store the
 	// service's outbound retrybudget.Transport uses (see WithStep).
 	Store ledger.Store
@@ -48,20 +48,23 @@ type Config struct {
 	// MaxKeyLength bounds the key, in bytes after decoding. Zero means
 	// DefaultMaxKeyLength (255).
 	MaxKeyLength int
-	// Tenant returns the authenticated tenant of a request; keys of two
-	// tenants never meet. Run the middleware after authentication, so that
-	// Tenant can read what the authentication middleware put in the
-	// request's context.
+	// Tenant returns the authenticated tenant of a request: the account,
+	// organisation or API client the request acts for. It is required:
+	// keys of two tenants never meet, and an idempotency key is not a
+	// secret (a client may derive it from public parts of its action, and
+	// it travels in logs and proxies), so the tenant is what keeps one
+	// caller from being replayed another's stored response, or from
+	// squatting another's next key. Run the middleware after
+	// authentication, so that Tenant can read what the authentication
+	// middleware put in the request's context.
 	//
-	// Nil means the tenant is derived from the credential: "authz:" and
-	// the hex SHA-256 of the Authorization header value, or "" for a
-	// request without one. That keeps two API keys from seeing each
-	// other's responses under one idempotency key, but it also makes a
-	// retry sent after a credential rotation a new action, ignores
-	// cookie sessions (all cookie-only callers share tenant ""), and
-	// stores a hash from which a low-entropy credential (a Basic password)
-	// could be guessed by whoever can read the store. A service with
-	// accounts should set Tenant to return the account ID.
+	// Nil refuses every guarded request with 500 TypeNoTenant: there is no
+	// default that could merge callers (one derived from the Authorization
+	// header would put every caller identified by an API-key header, a
+	// cookie or nothing at all into one shared tenant). A request for which
+	// Tenant returns "" is refused with 403 TypeNoTenant and the handler
+	// does not run. CredentialTenant builds a Tenant from a credential
+	// header for services without accounts.
 	Tenant func(*http.Request) string
 	// Operation names what a request does; with the tenant and the key it
 	// forms the action's identity (ledger.Key). Nil means the route that
@@ -138,7 +141,12 @@ type settings struct {
 // withDefaults returns c with every zero field replaced by its default.
 func (c Config) withDefaults() settings {
 	if c.Store == nil {
-		c.Store = ledger.NewMemory(ledger.MemoryConfig{})
+		// Keys come from callers: give none of them more than a quarter
+		// of the store.
+		c.Store = ledger.NewMemory(ledger.MemoryConfig{
+			TenantMaxRecords: ledger.DefaultMaxRecords / 4,
+			TenantMaxBytes:   ledger.DefaultMaxBytes / 4,
+		})
 	}
 	if c.Methods == nil {
 		c.Methods = []string{http.MethodPost, http.MethodPatch}
@@ -152,9 +160,6 @@ func (c Config) withDefaults() settings {
 	}
 	if c.MaxKeyLength <= 0 {
 		c.MaxKeyLength = DefaultMaxKeyLength
-	}
-	if c.Tenant == nil {
-		c.Tenant = credentialTenant
 	}
 	if c.Operation == nil {
 		c.Operation = routeOperation
@@ -177,17 +182,6 @@ func (c Config) withDefaults() settings {
 	}
 	s.Config = c
 	return s
-}
-
-// credentialTenant is the default Tenant: a hash of the credential, so the
-// raw Authorization value never reaches the store.
-func credentialTenant(r *http.Request) string {
-	v := r.Header.Get("Authorization")
-	if v == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(v))
-	return "authz:" + hex.EncodeToString(sum[:])
 }
 
 // routeOperation is the default Operation: the ServeMux pattern with its

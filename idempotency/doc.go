@@ -16,8 +16,12 @@
 //
 // Per route, because the default operation is the pattern http.ServeMux
 // matched (r.Pattern), which is set only for the handler it calls; behind
-// authentication, because the tenant should be the authenticated account
-// (Config.Tenant).
+// authentication, because the tenant must be the authenticated account
+// (Config.Tenant, which is required). An idempotency key is not a secret:
+// clients derive keys from public parts of their action, and keys travel
+// in logs and proxies. The tenant is what keeps one caller from being
+// replayed another's response, so a guarded request without one is
+// refused (TypeNoTenant).
 //
 // # The replay matrix
 //
@@ -29,11 +33,13 @@
 // application/problem+json body whose type is one of the Type constants:
 //
 //	request                                   answer                                  handler runs
+//	no tenant (Config.Tenant nil / "")        500 / 403 TypeNoTenant                  no
 //	no key header (Config.KeyOptional false)  400 TypeMissingKey                      no
 //	key ParseKey rejects                      400 TypeMalformedKey                    no
 //	body over Config.MaxRequestBody           413 TypeBodyTooLarge                    no
 //	body that cannot be read                  400 TypeBodyUnreadable                  no
 //	store unreachable                         503 TypeLedgerUnavailable, Retry-After  no
+//	store full / tenant at its quota          503 / 429 TypeLedgerFull, Retry-After   no
 //	new key, or record expired                the handler's response                  yes
 //	same key, still running                   409 TypePending, Retry-After            no
 //	same key, different fingerprint           422 TypeConflict                        no

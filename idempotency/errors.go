@@ -16,4 +16,7 @@ var (
 	// Outbound: the derived action would be hard to tell from its inbound
 	// action in records and logs.
 	ErrEmptyStep = errors.New("idempotency: empty step name")
+	// ErrInvalidConfig reports a helper given settings it cannot work
+	// with, such as CredentialTenant with a short secret.
+	ErrInvalidConfig = errors.New("idempotency: invalid config")
 )

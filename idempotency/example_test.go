@@ -78,7 +78,7 @@ func ExampleOutbound() {
 }
 
 func ExampleWithStep() {
-	guard := idempotency.New(idempotency.Config{})
+	guard := idempotency.New(idempotency.Config{Tenant: accountOf})
 	h := guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Calls made with ctx through a retrybudget.Transport carry the
 		// derived action, and so its idempotency key.
@@ -117,7 +117,7 @@ func ExampleParseKey() {
 }
 
 func ExampleMarkEffect() {
-	guard := idempotency.New(idempotency.Config{})
+	guard := idempotency.New(idempotency.Config{Tenant: accountOf})
 	runs := 0
 	h := guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs++
@@ -137,4 +137,36 @@ func ExampleMarkEffect() {
 	// 503 text/plain; charset=utf-8
 	// 409 application/problem+json
 	// runs: 1
+}
+
+// accountOf stands in for reading the account that an authentication
+// middleware put in the request's context.
+func accountOf(*http.Request) string { return "acct_1" }
+
+func ExampleCredentialTenant() {
+	// A per-deployment secret, from the environment or a secret manager in
+	// a real service.
+	secret := []byte("example-deployment-secret-32bytes")
+	tenant, err := idempotency.CredentialTenant(secret, "X-Api-Key", "Authorization")
+	if err != nil {
+		panic(err)
+	}
+	guard := idempotency.New(idempotency.Config{Tenant: tenant})
+	h := guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+	}))
+	for _, apiKey := range []string{"key_a", "key_b", ""} {
+		r := httptest.NewRequest("POST", "/charges", strings.NewReader(`{"amount":100}`))
+		r.Header.Set("Idempotency-Key", "charge-1")
+		if apiKey != "" {
+			r.Header.Set("X-Api-Key", apiKey)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		fmt.Println(w.Code)
+	}
+	// Output:
+	// 201
+	// 201
+	// 403
 }

@@ -58,6 +58,9 @@ func newEnv(t *testing.T, cfg idempotency.Config, h handlerFunc) *env {
 	if cfg.Store == nil {
 		cfg.Store = e.store
 	}
+	if cfg.Tenant == nil {
+		cfg.Tenant = testTenant
+	}
 	guard := idempotency.New(cfg)
 	handler := guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h(int(e.runs.Add(1)), w, r)
@@ -162,9 +165,21 @@ func fingerprint(q request) string {
 	return ledger.Fingerprint(r.Method, r.URL, r.Header, nil, []byte(body))
 }
 
-// thingsKey is the action of key k on POST /things without credentials.
+// testTenant is the tenant newEnv gives a Config without one: the
+// X-Tenant header, or defaultTenant without it.
+func testTenant(r *http.Request) string {
+	if t := r.Header.Get("X-Tenant"); t != "" {
+		return t
+	}
+	return defaultTenant
+}
+
+// defaultTenant is testTenant's answer to a request without X-Tenant.
+const defaultTenant = "acct_1"
+
+// thingsKey is the action of key k on POST /things of defaultTenant.
 func thingsKey(k string) ledger.Key {
-	return ledger.Key{Tenant: "", Operation: "POST /things", Key: k}
+	return ledger.Key{Tenant: defaultTenant, Operation: "POST /things", Key: k}
 }
 
 // problemBody decodes an RFC 9457 body.

@@ -13,6 +13,9 @@ import (
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
+// oneTenant puts every request of these tests in one tenant.
+func oneTenant(*http.Request) string { return "acct_1" }
+
 // serveKeyed sends a POST with key through h and returns the response.
 func serveKeyed(t *testing.T, h http.Handler, key string) *http.Response {
 	t.Helper()
@@ -27,7 +30,7 @@ func serveKeyed(t *testing.T, h http.Handler, key string) *http.Response {
 // where net/http drops them; so a replay differed from what net/http
 // itself would have sent.
 func TestHeadersAfterWriteHeaderAreDropped(t *testing.T) {
-	mw := New(Config{Store: ledger.NewMemory(ledger.MemoryConfig{})})
+	mw := New(Config{Tenant: oneTenant, Store: ledger.NewMemory(ledger.MemoryConfig{})})
 	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "/charges/1")
 		w.WriteHeader(201)
@@ -47,7 +50,7 @@ func TestHeadersAfterWriteHeaderAreDropped(t *testing.T) {
 // outer middleware, over the new request's own.
 func TestReplayKeepsTheOuterMiddlewaresHeaders(t *testing.T) {
 	n := 0
-	mw := New(Config{Store: ledger.NewMemory(ledger.MemoryConfig{})})
+	mw := New(Config{Tenant: oneTenant, Store: ledger.NewMemory(ledger.MemoryConfig{})})
 	inner := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(201)
 	}))
@@ -64,7 +67,7 @@ func TestReplayKeepsTheOuterMiddlewaresHeaders(t *testing.T) {
 }
 
 func TestTrailersReachTheClient(t *testing.T) {
-	mw := New(Config{Store: ledger.NewMemory(ledger.MemoryConfig{})})
+	mw := New(Config{Tenant: oneTenant, Store: ledger.NewMemory(ledger.MemoryConfig{})})
 	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Trailer", "X-Sum")
 		w.WriteHeader(200)
@@ -96,7 +99,7 @@ func (lostStore) Renew(context.Context, ledger.Key, int64, time.Duration) error 
 // Regression: a handler whose lease was taken over went on with a live
 // context, racing the new owner.
 func TestHandlerContextEndsWhenTheLeaseIsLost(t *testing.T) {
-	mw := New(Config{Store: lostStore{ledger.NewMemory(ledger.MemoryConfig{})}, Lease: 3 * time.Millisecond})
+	mw := New(Config{Tenant: oneTenant, Store: lostStore{ledger.NewMemory(ledger.MemoryConfig{})}, Lease: 3 * time.Millisecond})
 	var err error
 	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -116,7 +119,7 @@ func TestHandlerContextEndsWhenTheLeaseIsLost(t *testing.T) {
 // through unguarded.
 func TestMethodsMatchWhateverTheirCase(t *testing.T) {
 	runs := 0
-	mw := New(Config{Store: ledger.NewMemory(ledger.MemoryConfig{})})
+	mw := New(Config{Tenant: oneTenant, Store: ledger.NewMemory(ledger.MemoryConfig{})})
 	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { runs++; w.WriteHeader(201) }))
 	for range 2 {
 		req := httptest.NewRequest("post", "/charges", strings.NewReader("x"))

@@ -39,6 +39,10 @@ type step struct {
 // matrix through a Memory store, asserting the status, body, headers and
 // how many times the handler ran.
 func TestReplayMatrix(t *testing.T) {
+	authzTenant, err := idempotency.CredentialTenant([]byte("matrix-test-secret-0123456789"), "Authorization")
+	if err != nil {
+		t.Fatal(err)
+	}
 	first := want{status: 201, body: `{"run":1}`, header: map[string]string{
 		"Location": "/things/1", idempotency.HeaderReplayed: ""}}
 	replayOf1 := want{status: 201, body: `{"run":1}`, header: map[string]string{
@@ -334,7 +338,8 @@ func TestReplayMatrix(t *testing.T) {
 			runs: 2,
 		},
 		{
-			name: "default tenant: credentials never share a key",
+			name: "CredentialTenant: credentials never share a key",
+			cfg:  idempotency.Config{Tenant: authzTenant},
 			steps: []step{
 				{req: request{header: http.Header{"Authorization": {"Bearer a"}}}, want: first},
 				{req: request{header: http.Header{"Authorization": {"Bearer b"}}}, want: rerun2},

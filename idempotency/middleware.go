@@ -56,12 +56,17 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			detail: err.Error() + "."}.write(w)
 		return
 	}
+	tenant, p := g.tenant(r)
+	if p != nil {
+		p.write(w)
+		return
+	}
 	body, p := g.readBody(r)
 	if p != nil {
 		p.write(w)
 		return
 	}
-	k := ledger.Key{Tenant: g.s.Tenant(r), Operation: g.s.Operation(r), Key: key}
+	k := ledger.Key{Tenant: tenant, Operation: g.s.Operation(r), Key: key}
 	// The reservation must not be cut by the client going away: a reply
 	// lost after the store wrote the record would leave a key nobody owns.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), reserveTimeout)
@@ -74,7 +79,15 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Retention:    g.s.Retention,
 		KeysHonoured: g.s.RerunUncertain,
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, ledger.ErrTenantFull):
+		full(http.StatusTooManyRequests).write(w)
+		return
+	case errors.Is(err, ledger.ErrFull):
+		g.log(r.Context(), "reserve", k, err)
+		full(http.StatusServiceUnavailable).write(w)
+		return
+	case err != nil:
 		g.log(r.Context(), "reserve", k, err)
 		unavailable().write(w)
 		return
@@ -112,6 +125,22 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // reserveTimeout bounds each store call that no longer follows the
 // client's context: the reservation, and recording how the handler ended.
 const reserveTimeout = 5 * time.Second
+
+// tenant returns the request's tenant, or the problem to answer when there
+// is none: a guarded request never runs under an empty tenant, which every
+// unidentified caller would share.
+func (g *guard) tenant(r *http.Request) (string, *problem) {
+	if g.s.Tenant == nil {
+		return "", &problem{status: http.StatusInternalServerError, typ: TypeNoTenant, title: "Idempotency tenant not configured",
+			detail: "The service guards this route without a way to tell its callers apart (idempotency.Config.Tenant is nil), so it refuses requests rather than let callers share idempotency keys."}
+	}
+	t := g.s.Tenant(r)
+	if t == "" {
+		return "", &problem{status: http.StatusForbidden, typ: TypeNoTenant, title: "Caller not identified",
+			detail: "A request with an idempotency key must come from an identified caller; this one has none."}
+	}
+	return t, nil
+}
 
 // readBody reads the request body whole, for the fingerprint, or returns
 // the problem to answer.

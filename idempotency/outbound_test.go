@@ -110,7 +110,7 @@ func TestOutboundStepSharesStore(t *testing.T) {
 		t.Errorf("handler ran %d times, want 2", got)
 	}
 
-	inbound := retrybudget.Action{Tenant: "", Operation: "POST /things", Key: "k1"}
+	inbound := retrybudget.Action{Tenant: defaultTenant, Operation: "POST /things", Key: "k1"}
 	derived, err := idempotency.Outbound(inbound, "provider")
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,12 @@ const (
 	// not be read to its end (the client went away or sent a broken
 	// chunked body). Nothing ran.
 	TypeBodyUnreadable = typeBase + "TypeBodyUnreadable"
+	// TypeNoTenant is the answer to a guarded request without a tenant:
+	// 403 when Config.Tenant returned "" for it (the caller is not
+	// identified), 500 when Config.Tenant is nil (the service is
+	// misconfigured). Nothing ran: keys are scoped by tenant, and an empty
+	// tenant would be shared by every unidentified caller.
+	TypeNoTenant = typeBase + "TypeNoTenant"
 	// TypePending is the 409 answer to a request whose key is in progress
 	// in another request. Its Retry-After header (RFC 9110 §10.2.3) says
 	// when the running request's lease ends; try again then, with the same
@@ -51,6 +57,12 @@ const (
 	// change the answer until an operator settles the action; do not
 	// switch to a new key, which could repeat the effect.
 	TypeUncertain = typeBase + "TypeUncertain"
+	// TypeLedgerFull is the answer given when the ledger store has no room
+	// for a new key (ledger.ErrFull): 503 when the store is full, 429 when
+	// this tenant holds its quota of keys (ledger.ErrTenantFull), both with
+	// a Retry-After of a minute. Nothing ran, and no other key was
+	// forgotten to make room.
+	TypeLedgerFull = typeBase + "TypeLedgerFull"
 	// TypeLedgerUnavailable is the 503 answer given when the ledger store
 	// could not be read or written before the handler ran, with
 	// Retry-After: 1. Nothing ran: the middleware fails closed rather than
@@ -100,6 +112,16 @@ func retryAfterSeconds(d time.Duration) int64 {
 func unavailable() problem {
 	return problem{status: http.StatusServiceUnavailable, typ: TypeLedgerUnavailable, title: "Idempotency ledger unavailable",
 		detail: "The request was not run because its idempotency key could not be checked.", retryAfter: time.Second}
+}
+
+// fullRetryAfter is the Retry-After of TypeLedgerFull: room comes back as
+// records expire, which the middleware cannot predict.
+const fullRetryAfter = time.Minute
+
+// full is the answer when the store has no room for a new key.
+func full(status int) problem {
+	return problem{status: status, typ: TypeLedgerFull, title: "Idempotency ledger full",
+		detail: "The request was not run because no room is left to record its idempotency key.", retryAfter: fullRetryAfter}
 }
 
 // tooLarge is the answer to a request body over limit.

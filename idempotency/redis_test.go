@@ -16,6 +16,7 @@ import (
 	"github.com/retrybudget/retrybudget/idempotency"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/ledger/ledgertest"
 )
 
 // guardTimeout bounds how long a concurrency test waits for an event that
@@ -33,7 +34,7 @@ type instance struct {
 func startInstance(t *testing.T, store ledger.Store, h http.Handler) *instance {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("POST /things", idempotency.New(idempotency.Config{Store: store})(h))
+	mux.Handle("POST /things", idempotency.New(idempotency.Config{Store: store, Tenant: testTenant})(h))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &instance{srv: srv}
@@ -82,8 +83,8 @@ func TestTwoInstancesOneRedis(t *testing.T) {
 		fmt.Fprintf(w, `{"activation":%d}`, n)
 	})
 	servers := []*instance{
-		startInstance(t, redistest.Must(ledger.NewRedis(c1, ledger.RedisConfig{Prefix: prefix}))(t), h),
-		startInstance(t, redistest.Must(ledger.NewRedis(c2, ledger.RedisConfig{Prefix: prefix}))(t), h),
+		startInstance(t, ledgertest.Redis(t, c1, prefix), h),
+		startInstance(t, ledgertest.Redis(t, c2, prefix), h),
 	}
 
 	const clients = 24
@@ -147,7 +148,7 @@ func TestRedisDownFailsClosed(t *testing.T) {
 	rs := redistest.Start(t)
 	c := rs.Client(t)
 	var runs atomic.Int32
-	inst := startInstance(t, redistest.Must(ledger.NewRedis(c, ledger.RedisConfig{Prefix: redistest.Prefix(t)}))(t),
+	inst := startInstance(t, ledgertest.Redis(t, c, redistest.Prefix(t)),
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { runs.Add(1) }))
 
 	if a := post(inst.srv.URL, "k-up", "{}"); a.status != http.StatusOK {

@@ -42,6 +42,17 @@ type Config struct {
 	// Proxy-Authorization, Cookie and Set-Cookie are never kept, even if
 	// named.
 	Headers []string
+	// FingerprintKeys seal the request fingerprints the store keeps (see
+	// FingerprintKeys): the first seals, every one verifies. Required by
+	// stores shared between processes (NewRedis returns
+	// ErrNoFingerprintKey without one); nil in a Memory store means a
+	// random key drawn when the store is created.
+	FingerprintKeys FingerprintKeys
+	// EncryptionKeys, when set, encrypt the response headers and body a
+	// store shared between processes keeps (see EncryptionKeys). Nil
+	// stores them in the clear. A Memory store, in process memory, does
+	// not encrypt.
+	EncryptionKeys EncryptionKeys
 }
 
 // HistoryCap returns how many attempts a record keeps: Config.MaxAttempts

@@ -15,7 +15,7 @@ func newMemoryHarness(t *testing.T) ledgertest.Harness {
 	clock := ledger.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 	short := time.Minute
 	return ledgertest.Harness{
-		Store:   ledger.NewMemory(ledger.MemoryConfig{Now: clock.Now}),
+		Store:   ledger.NewMemory(ledger.MemoryConfig{Now: clock.Now, Config: ledger.Config{FingerprintKeys: ledgertest.FingerprintKeys()}}),
 		Advance: func(_ *testing.T, d time.Duration) { clock.Advance(d) },
 		// Past the expiry: at the expiry itself a record is still there,
 		// as a Redis key is until its time has passed.
@@ -35,7 +35,7 @@ const redisShort = 150 * time.Millisecond
 
 func newRedisHarness(client redis.UniversalClient) func(t *testing.T) ledgertest.Harness {
 	return func(t *testing.T) ledgertest.Harness {
-		s, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: redistest.Prefix(t)})
+		s, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: redistest.Prefix(t), Config: ledger.Config{FingerprintKeys: ledgertest.FingerprintKeys()}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,10 @@
 // record also keeps the Fingerprint of the request that created it, so the
 // same key reused for a different request is a conflict rather than a
 // replay. Fingerprint documents exactly which parts of a request count.
+// The store keeps it sealed: an HMAC under the deployment's
+// FingerprintKeys, which Redis (and any store shared between processes)
+// requires, so that whoever reads the store cannot test guesses of the
+// request body against it.
 //
 // # The decision
 //
@@ -37,7 +41,7 @@
 // time and history, and adds an attempt.
 //
 // What is stored: the raw Key (inside the record, never in a Redis key
-// name), the fingerprint, the state, the owner name and lease, the
+// name), the sealed fingerprint, the state, the owner name and lease, the
 // response status, a safe subset of its headers (never Authorization,
 // Proxy-Authorization, Cookie or Set-Cookie), the body up to 64 KiB by
 // default or else only its SHA-256, the attempt history (its newest 32

@@ -29,6 +29,19 @@ var (
 	ErrNotOwner = errors.New("ledger: not the action's owner")
 	// ErrNotFound reports that a store holds no live record for an action.
 	ErrNotFound = errors.New("ledger: no record for action")
+	// ErrFull reports a Memory store at its MaxRecords or MaxBytes: the
+	// action was not reserved, and nothing was evicted to make room,
+	// since forgetting a record in progress or completed could let its
+	// effect happen twice. Try again later.
+	ErrFull = errors.New("ledger: store full")
+	// ErrTenantFull reports a tenant at its quota in a Memory store
+	// (MemoryConfig.TenantMaxRecords, TenantMaxBytes). It wraps
+	// ErrFull, so errors.Is(err, ErrFull) holds too.
+	ErrTenantFull = fmt.Errorf("%w: tenant quota reached", ErrFull)
+	// ErrNoFingerprintKey reports a store shared between processes
+	// configured without Config.FingerprintKeys: it would keep request
+	// fingerprints that its readers could reverse by guessing.
+	ErrNoFingerprintKey = fmt.Errorf("%w: no fingerprint key for a shared store", ErrInvalidConfig)
 	// ErrCorrupt reports a stored record the package cannot read, or a
 	// Redis script whose verdict disagrees with Resolve.
 	ErrCorrupt = errors.New("ledger: corrupt record")

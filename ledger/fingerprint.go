@@ -13,7 +13,9 @@ import (
 
 // Fingerprint returns the hex SHA-256 of a request's canonical form. Two
 // requests under one action key must have the same fingerprint, or the
-// second is a conflict.
+// second is a conflict. Stores never keep it bare: they seal it under
+// Config.FingerprintKeys (see FingerprintKeys), since a bare hash over a
+// body with a card number can be reversed by guessing.
 //
 // Exactly these count, each written as "<byte length>:<bytes>\n" so no
 // field can run into the next:

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"crypto/rand"
 	"sync"
 	"time"
 )
@@ -13,6 +14,23 @@ type MemoryConfig struct {
 	// simulations set it to a fake clock. The store calls it before taking
 	// its lock, so Now may block or call back into the store.
 	Now func() time.Time
+	// MaxRecords caps the records the store holds; Reserve of a new
+	// action in a full store fails with ErrFull. Zero means
+	// DefaultMaxRecords (100,000); negative means no cap.
+	MaxRecords int
+	// MaxBytes caps the bytes of records the store holds, as it estimates
+	// them (keys, fingerprint, headers, body, attempts and a fixed
+	// overhead). It is checked when a record is created: completing a
+	// record in progress never fails for space, so the store may pass
+	// MaxBytes by the outcomes of the records then in progress (each at
+	// most Config.MaxBody). Zero means DefaultMaxBytes (64 MiB); negative
+	// means no cap.
+	MaxBytes int64
+	// TenantMaxRecords and TenantMaxBytes cap what one tenant (Key.Tenant)
+	// holds, so one caller cannot fill the store for all; Reserve beyond
+	// them fails with ErrTenantFull. Zero or negative means no quota.
+	TenantMaxRecords int
+	TenantMaxBytes   int64
 }
 
 // Memory is the in-process Store, the embedded default: records live in a
@@ -23,10 +41,14 @@ type MemoryConfig struct {
 // It runs no goroutines. Expired records are dropped when touched, by
 // Sweep, and by Reserve, which examines up to two other records per call,
 // the way Redis expires keys actively; memory therefore follows the live
-// records.
+// records. It is bounded (MemoryConfig.MaxRecords, MaxBytes and the
+// tenant quotas): a full store refuses new actions with ErrFull rather
+// than evict one, except records that are expired or failed, which it
+// drops, at most one full scan a second, to make room.
 type Memory struct {
-	mu      sync.Mutex // guards entries
+	mu      sync.Mutex // guards entries and quota
 	entries map[Key]*memoryEntry
+	quota   quota
 
 	cfg Config
 	now func() time.Time
@@ -35,6 +57,7 @@ type Memory struct {
 type memoryEntry struct {
 	rec   Record
 	token int64
+	size  int64 // what the quota counts for rec
 }
 
 // NewMemory returns an empty Memory store.
@@ -43,7 +66,14 @@ func NewMemory(cfg MemoryConfig) *Memory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{entries: map[Key]*memoryEntry{}, cfg: cfg.Config, now: now}
+	if len(cfg.FingerprintKeys) == 0 {
+		// Even in process memory a bare fingerprint is better not kept:
+		// a heap dump or a debug endpoint would show it.
+		key := make([]byte, 32)
+		_, _ = rand.Read(key) // never fails (crypto/rand)
+		cfg.FingerprintKeys = FingerprintKeys{key}
+	}
+	return &Memory{entries: map[Key]*memoryEntry{}, quota: newQuota(cfg), cfg: cfg.Config, now: now}
 }
 
 // Reserve implements Store.
@@ -59,6 +89,7 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		return Reservation{}, err
 	}
 
+	sealed := m.cfg.FingerprintKeys.Seal(req.Fingerprint)
 	now := m.now() // before the lock: no callbacks while it is held
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -66,29 +97,34 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 	e := m.live(req.Key, now)
 
 	in := Input{
-		Fingerprint:  req.Fingerprint,
+		Fingerprint:  sealed,
 		Limited:      req.Limited,
 		Reconciler:   req.Reconciler,
 		KeysHonoured: req.KeysHonoured,
 	}
 	if e != nil {
 		in.State = e.rec.State
+		in.Fingerprint = m.cfg.FingerprintKeys.Match(e.rec.Fingerprint, req.Fingerprint)
 		in.StoredFingerprint = e.rec.Fingerprint
 		in.LeaseExpired = e.rec.State == StateInProgress && !now.Before(e.rec.LeaseUntil)
 	}
 	res := Reservation{Decision: Resolve(in)}
 
 	if res.Verdict == VerdictCreated {
+		if err := m.admit(req, now); err != nil {
+			return Reservation{}, err
+		}
 		e = &memoryEntry{
 			token: newToken() - 1, // the grant below adds one
 			rec: Record{
 				Key:         req.Key,
-				Fingerprint: req.Fingerprint,
+				Fingerprint: in.Fingerprint,
 				CreatedAt:   now,
 				ExpiresAt:   now.Add(retention),
 			},
 		}
 		m.entries[req.Key] = e
+		m.quota.add(req.Key.Tenant, 1, 0)
 	}
 	if res.Verdict.Owns() {
 		e.token++
@@ -103,6 +139,7 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 			At: now, Class: res.Verdict.String(), Owner: req.Owner, Token: e.token,
 		})
 		res.Token = e.token
+		m.track(e)
 	}
 	if res.Verdict == VerdictPending {
 		res.RetryAfter = e.rec.LeaseUntil.Sub(now)
@@ -149,6 +186,7 @@ func (m *Memory) AddAttempt(ctx context.Context, k Key, token int64, class strin
 		return Attempt{}, err
 	}
 	e.rec.Attempts = appendAttempt(e.rec.Attempts, m.cfg.HistoryCap(), Attempt{At: now, Class: class, Owner: e.rec.Owner, Token: token})
+	m.track(e)
 	return e.rec.Attempts[len(e.rec.Attempts)-1], nil
 }
 
@@ -168,6 +206,7 @@ func (m *Memory) Complete(ctx context.Context, k Key, token int64, o Outcome) er
 	e.rec.State = StateCompleted
 	e.rec.LeaseUntil = time.Time{}
 	e.rec.Outcome = stored
+	m.track(e)
 	return nil
 }
 
@@ -189,6 +228,7 @@ func (m *Memory) Fail(ctx context.Context, k Key, token int64, f Failure) error 
 	}
 	e.rec.LeaseUntil = time.Time{}
 	e.rec.Reason = f.Reason
+	m.track(e)
 	return nil
 }
 
@@ -217,7 +257,7 @@ func (m *Memory) Sweep(ctx context.Context, limit int) ([]Record, error) {
 	var out []Record
 	for k, e := range m.entries {
 		if now.After(e.rec.ExpiresAt) {
-			delete(m.entries, k)
+			m.drop(k, e)
 			continue
 		}
 		if e.rec.stuck(now) {
@@ -240,7 +280,7 @@ func (m *Memory) live(k Key, now time.Time) *memoryEntry {
 		return nil
 	}
 	if now.After(e.rec.ExpiresAt) {
-		delete(m.entries, k)
+		m.drop(k, e)
 		return nil
 	}
 	return e
@@ -262,7 +302,7 @@ func (m *Memory) evictSome(now time.Time) {
 	n := 0
 	for k, e := range m.entries {
 		if now.After(e.rec.ExpiresAt) {
-			delete(m.entries, k)
+			m.drop(k, e)
 		}
 		if n++; n == 2 {
 			return

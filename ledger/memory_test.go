@@ -31,6 +31,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 var (
 	keyA = Key{Tenant: "acme", Operation: "charge", Key: "order-1"}
 	fpA  = "fingerprint-A"
+	fpB  = "fingerprint-B"
 )
 
 // TestMemoryEvictsWithoutSweep pins that a Memory store that is never

@@ -11,8 +11,8 @@ type Record struct {
 	// Key is the action's identity. Stores keep it inside the record; only
 	// its hash (Key.ID) names the record.
 	Key Key
-	// Fingerprint is the fingerprint of the request that created the
-	// action.
+	// Fingerprint is the sealed fingerprint (FingerprintKeys.Seal) of the
+	// request that created the action.
 	Fingerprint string
 	// State is the stored state. It is never StateExpired, and StateAbsent
 	// only in a Reservation that wrote nothing for an absent action.

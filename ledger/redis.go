@@ -53,7 +53,8 @@ type RedisConfig struct {
 	// Prefix starts every key the store writes. Zero means DefaultPrefix.
 	// Stores sharing one Redis for different purposes need different
 	// prefixes; Sweep scans for keys under its own. It must not contain
-	// '{' or '}', which would move the cluster hash tag.
+	// '{' or '}', which would move the cluster hash tag (NewRedis refuses
+	// it).
 	Prefix string
 }
 
@@ -87,8 +88,10 @@ type Redis struct {
 
 // NewRedis returns a Redis store using client. The store does not close
 // client. It fails with an error wrapping ErrInvalidConfig for a nil client (or
-// a nil *redis.Client, *redis.ClusterClient or *redis.Ring) and for a
-// Prefix holding '{' or '}'.
+// a nil *redis.Client, *redis.ClusterClient or *redis.Ring), for a
+// Prefix holding '{' or '}', and for missing or short
+// Config.FingerprintKeys (ErrNoFingerprintKey, which wraps
+// ErrInvalidConfig too).
 func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	prefix, err := redisstore.Setup(client, cfg.Prefix, DefaultPrefix)
 	if err != nil {
@@ -96,6 +99,14 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	}
 	if _, one := client.(*redis.Client); cfg.WaitReplicas > 0 && !one {
 		return nil, fmt.Errorf("%w: WaitReplicas needs a client with one primary, not %T", ErrInvalidConfig, client)
+	}
+	// Records in Redis are readable by whoever can read Redis: keep no
+	// fingerprint there that could be reversed by guessing.
+	if err := cfg.FingerprintKeys.Validate(); err != nil {
+		return nil, fmt.Errorf("ledger: NewRedis: %w", err)
+	}
+	if err := cfg.EncryptionKeys.Validate(); err != nil {
+		return nil, fmt.Errorf("ledger: NewRedis: %w", err)
 	}
 	return &Redis{
 		client:   client,
@@ -123,14 +134,18 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	if err != nil {
 		return Reservation{}, err
 	}
+	args := []any{
+		r.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
+		flag(req.Limited), flag(req.Reconciler), flag(req.KeysHonoured),
+		req.Key.Tenant, req.Key.Operation, req.Key.Key, newToken(), r.cfg.HistoryCap(),
+	}
+	for _, c := range r.cfg.FingerprintKeys.Candidates(req.Fingerprint) {
+		args = append(args, c)
+	}
 	var reply []string
 	err = r.replicated(ctx, func(c redis.Scripter) (bool, error) {
 		var err error
-		reply, err = r.reserve.Run(ctx, c, []string{r.keyName(req.Key)},
-			req.Fingerprint, req.Owner, lease.Milliseconds(), retention.Milliseconds(),
-			flag(req.Limited), flag(req.Reconciler), flag(req.KeysHonoured),
-			req.Key.Tenant, req.Key.Operation, req.Key.Key, newToken(), r.cfg.HistoryCap(),
-		).StringSlice()
+		reply, err = r.reserve.Run(ctx, c, []string{r.keyName(req.Key)}, args...).StringSlice()
 		return err == nil && len(reply) >= 5 && reply[4] != "0", err // a token: it wrote a grant
 	})
 	if errors.Is(err, ErrNotReplicated) && len(reply) >= 5 {
@@ -151,7 +166,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	fields := pairs(reply[5:])
 
 	in := Input{
-		Fingerprint:  req.Fingerprint,
+		Fingerprint:  r.cfg.FingerprintKeys.Seal(req.Fingerprint),
 		LeaseExpired: expired == "1",
 		Limited:      req.Limited,
 		Reconciler:   req.Reconciler,
@@ -164,6 +179,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		// Only a new record changes the fingerprint, and then the stored
 		// one did not matter.
 		in.StoredFingerprint = fields["fp"]
+		in.Fingerprint = r.cfg.FingerprintKeys.Match(fields["fp"], req.Fingerprint)
 	}
 	res := Reservation{Decision: Resolve(in), Token: token}
 	if res.Verdict.String() != verdict {
@@ -173,7 +189,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		res.Record = Record{Key: req.Key}
 		return res, nil
 	}
-	if res.Record, err = decodeRecord(fields); err != nil {
+	if res.Record, err = decodeRecord(fields, r.cfg.EncryptionKeys); err != nil {
 		return Reservation{}, err
 	}
 	if res.Verdict == VerdictPending {
@@ -221,9 +237,18 @@ func (r *Redis) Complete(ctx context.Context, k Key, token int64, o Outcome) err
 	if err != nil {
 		return fmt.Errorf("ledger: encode headers: %w", err)
 	}
+	if h, err = r.cfg.EncryptionKeys.Seal(k, "headers", h); err != nil {
+		return err
+	}
+	body := s.Body
+	if len(body) > 0 {
+		if body, err = r.cfg.EncryptionKeys.Seal(k, "body", body); err != nil {
+			return err
+		}
+	}
 	return r.replicated(ctx, func(c redis.Scripter) (bool, error) {
 		err := r.fencedOn(ctx, c, r.complete, "complete", k, token,
-			s.Status, h, s.Body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted))
+			s.Status, h, body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted))
 		return err == nil, err
 	})
 }
@@ -246,7 +271,7 @@ func (r *Redis) Get(ctx context.Context, k Key) (Record, error) {
 	if len(fields) == 0 {
 		return Record{}, ErrNotFound
 	}
-	return decodeRecord(fields)
+	return decodeRecord(fields, r.cfg.EncryptionKeys)
 }
 
 // fenced runs a script that returns 1 when token is current and 0 when

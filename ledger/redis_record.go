@@ -33,8 +33,9 @@ type attemptJSON struct {
 	Token string `json:"token"`
 }
 
-// decodeRecord reads a record from its hash fields.
-func decodeRecord(f map[string]string) (Record, error) {
+// decodeRecord reads a record from its hash fields, decrypting the
+// outcome's headers and body with keys.
+func decodeRecord(f map[string]string, keys EncryptionKeys) (Record, error) {
 	bad := func(field string) (Record, error) {
 		return Record{}, fmt.Errorf("%w: field %s = %q", ErrCorrupt, field, f[field])
 	}
@@ -91,14 +92,20 @@ func decodeRecord(f map[string]string) (Record, error) {
 		if o.BodyLen, err = strconv.ParseInt(f["obl"], 10, 64); err != nil {
 			return bad("obl")
 		}
-		if err := json.Unmarshal([]byte(f["oh"]), &o.Header); err != nil {
+		h, err := keys.Open(r.Key, "headers", []byte(f["oh"]))
+		if err != nil {
+			return Record{}, err
+		}
+		if err := json.Unmarshal(h, &o.Header); err != nil {
 			return bad("oh")
 		}
 		if o.Header == nil {
 			o.Header = http.Header{}
 		}
 		if !o.BodyOmitted {
-			o.Body = []byte(f["ob"])
+			if o.Body, err = keys.Open(r.Key, "body", []byte(f["ob"])); err != nil {
+				return Record{}, err
+			}
 		}
 		r.Outcome = o
 	}

@@ -103,7 +103,7 @@ func (r *Redis) stuckIn(ctx context.Context, c redis.Cmdable, keys []string) ([]
 		if len(fields) == 0 {
 			continue // expired between SCAN and read
 		}
-		rec, err := decodeRecord(fields)
+		rec, err := decodeRecord(fields, r.cfg.EncryptionKeys)
 		if err != nil {
 			return nil, fmt.Errorf("key %s: %w", keys[i], err)
 		}

@@ -10,9 +10,15 @@ import (
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
-// mustRedis is NewRedis, failing t on an error.
+// pollBound caps every wait on Redis, so a broken expiry fails instead of
+// hanging.
+const pollBound = 10 * time.Second
+
+// mustRedis is NewRedis with the tests' fingerprint key added to cfg,
+// failing t on an error.
 func mustRedis(t testing.TB, client redis.UniversalClient, cfg RedisConfig) *Redis {
 	t.Helper()
+	cfg.FingerprintKeys = append(cfg.FingerprintKeys, redistest.LedgerKey())
 	s, err := NewRedis(client, cfg)
 	if err != nil {
 		t.Fatal(err)

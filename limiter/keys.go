@@ -3,7 +3,10 @@ package limiter
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"sync"
+
+	"github.com/retrybudget/retrybudget/internal/keyedhash"
 )
 
 // DefaultPrefix is the Redis key prefix used when RedisConfig.Prefix is
@@ -26,11 +29,30 @@ const keyDomain = "retrybudget/limiter/key/v1"
 // slot.
 type keyspace struct {
 	prefix string
+	// keyed, when set, names boundaries by a keyed hash (BoundaryKey).
+	keyed *keyedhash.Hasher
+}
+
+// newKeyspace names keys under prefix (already checked by
+// redisstore.Setup), hashing boundaries under boundaryKey when it is set.
+func newKeyspace(prefix string, boundaryKey []byte) (keyspace, error) {
+	ks := keyspace{prefix: prefix}
+	if boundaryKey != nil {
+		h, err := keyedhash.New(boundaryKey)
+		if err != nil {
+			return keyspace{}, fmt.Errorf("%w: BoundaryKey: %w", ErrInvalidConfig, err)
+		}
+		ks.keyed = &h
+	}
+	return ks, nil
 }
 
 // base returns the start shared by every key of boundary:
 // "<prefix>{<hash of boundary>}:".
 func (k keyspace) base(boundary string) string {
+	if k.keyed != nil {
+		return k.prefix + "{" + k.keyed.Sum(keyDomain, boundary, 32) + "}:"
+	}
 	return k.prefix + "{" + keyHash(boundary) + "}:"
 }
 

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -108,4 +109,29 @@ func FuzzParseDecision(f *testing.F) {
 			t.Fatalf("parseDecision(%v) returned a negative wait %v", v, d)
 		}
 	})
+}
+
+// TestPausesBoundedAt100kBoundaries pins issue 16 finding 5 for the
+// limiter: extend scanned every remembered pause on every cooldown, so
+// cooldowns on many attacker-chosen hosts cost quadratic time. At 100k
+// boundaries the map stays at its cap and each extend examines a bounded
+// number of entries, counted, not timed.
+func TestPausesBoundedAt100kBoundaries(t *testing.T) {
+	var p pauses
+	const n = 100_000
+	for i := range n {
+		now := t0.Add(time.Duration(i) * time.Millisecond)
+		p.extend(fmt.Sprint("host-", i, ".example"), now.Add(time.Hour), now)
+	}
+	if got := p.m.Len(); got > maxPauses || p.n.Load() != int64(got) {
+		t.Errorf("%d pauses remembered (n %d), want at most %d", got, p.n.Load(), maxPauses)
+	}
+	if v := p.m.Visited(); v > 2*n {
+		t.Errorf("extend examined %d entries for %d calls, want at most 2 per call", v, n)
+	}
+	// The most recent pause is still honoured.
+	last := fmt.Sprint("host-", n-1, ".example")
+	if p.until(last, t0.Add(n*time.Millisecond)).IsZero() {
+		t.Error("the newest pause was forgotten")
+	}
 }

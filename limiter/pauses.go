@@ -4,7 +4,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/lru"
 )
+
+// maxPauses caps the pauses a process remembers. A boundary is often the
+// URL host, which a caller may control (webhook delivery), so the set is
+// unbounded without a cap. Forgetting a pause is safe: Redis still holds
+// it, and the next call to that boundary learns it again with one round
+// trip.
+const maxPauses = 10_000
 
 // pauses remembers the cooldowns this process has set or been told of by
 // Redis, so that a paused boundary costs no round trips until its pause
@@ -16,8 +25,14 @@ type pauses struct {
 	n atomic.Int64
 	// mu guards m.
 	mu sync.Mutex
-	m  map[string]time.Time
+	// m maps a boundary to the end of its pause: at most maxPauses, the
+	// least recently used forgotten first, ended ones swept two at a time
+	// as pauses are added.
+	m *lru.Map[string, time.Time]
 }
+
+// ended reports whether a pause ending at end is over at now.
+func ended(end, now time.Time) bool { return !end.After(now) }
 
 // until returns the end of boundary's pause if it is paused at now, and
 // the zero time otherwise.
@@ -27,36 +42,31 @@ func (p *pauses) until(boundary string, now time.Time) time.Time {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	end, ok := p.m[boundary]
+	end, ok := p.m.Get(boundary)
 	if !ok {
 		return time.Time{}
 	}
-	if !end.After(now) {
-		delete(p.m, boundary)
-		p.n.Add(-1)
+	if ended(end, now) {
+		p.m.Delete(boundary)
+		p.n.Store(int64(p.m.Len()))
 		return time.Time{}
 	}
 	return end
 }
 
 // extend pauses boundary until end unless it is paused longer already, and
-// returns the end of the pause in force. It also forgets pauses that have
-// ended, which keeps the map as small as the set of paused boundaries.
+// returns the end of the pause in force. Its cost does not grow with the
+// number of paused boundaries.
 func (p *pauses) extend(boundary string, end, now time.Time) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.m == nil {
-		p.m = make(map[string]time.Time)
+		p.m = lru.New[string, time.Time](maxPauses, ended)
 	}
-	for b, e := range p.m {
-		if !e.After(now) {
-			delete(p.m, b)
-		}
-	}
-	if cur, ok := p.m[boundary]; ok && !end.After(cur) {
+	if cur, ok := p.m.Get(boundary); ok && !end.After(cur) {
 		end = cur
 	}
-	p.m[boundary] = end
-	p.n.Store(int64(len(p.m)))
+	p.m.Put(boundary, end, now)
+	p.n.Store(int64(p.m.Len()))
 	return end
 }

@@ -30,6 +30,14 @@ type RedisConfig struct {
 	// [DefaultPrefix].
 	Prefix string
 
+	// BoundaryKey, when set (at least 16 bytes, the same on every
+	// process of the fleet), keys the hash that names a boundary's Redis
+	// keys with HMAC-SHA256, so that whoever can list Redis keys cannot
+	// test a guessed credential against a [ByCredential] boundary. Nil
+	// names keys by an unkeyed SHA-256 of the boundary. Setting or
+	// changing it starts every boundary afresh (new keys).
+	BoundaryKey []byte
+
 	// Timeout bounds one decision's round trip, including connection
 	// set-up and go-redis retries. Zero means 50ms.
 	Timeout time.Duration
@@ -168,7 +176,10 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	ks := keyspace{prefix: prefix}
+	ks, err := newKeyspace(prefix, cfg.BoundaryKey)
+	if err != nil {
+		return nil, err
+	}
 	bspecs, ospecs, err := groupSpecs(cfg.Limits, cfg.OwnerShare)
 	if err != nil {
 		return nil, err

@@ -79,7 +79,7 @@ func (t *Telemetry) budget(ev retrybudget.BudgetEvent) {
 func (t *Telemetry) limited(ev retrybudget.LimitEvent) {
 	ctx := contextOf(ev.Request)
 	attrs := make([]attribute.KeyValue, 0, 3)
-	attrs = append(attrs, BoundaryKey.String(ev.Boundary))
+	attrs = append(attrs, BoundaryKey.String(t.ids.Boundary(ev.Boundary)))
 	if ev.Decision.Reason != "" {
 		attrs = append(attrs, LimiterReasonKey.String(string(ev.Decision.Reason)))
 	}
@@ -90,9 +90,10 @@ func (t *Telemetry) limited(ev retrybudget.LimitEvent) {
 
 func (t *Telemetry) cooldown(ev retrybudget.CooldownEvent) {
 	ctx := contextOf(ev.Request)
-	t.m.cooldowns.Add(ctx, 1, metric.WithAttributes(BoundaryKey.String(ev.Boundary)))
+	boundary := BoundaryKey.String(t.ids.Boundary(ev.Boundary))
+	t.m.cooldowns.Add(ctx, 1, metric.WithAttributes(boundary))
 	t.event(ctx, "retrybudget.cooldown",
-		BoundaryKey.String(ev.Boundary), UntilKey.String(ev.Until.UTC().Format(time.RFC3339Nano)))
+		boundary, UntilKey.String(ev.Until.UTC().Format(time.RFC3339Nano)))
 }
 
 // ledger counts replays and conflicts, the verdicts that mean the ledger

@@ -45,8 +45,8 @@ func (t *Telemetry) attemptSpan(ctx context.Context, ev retrybudget.AttemptEvent
 		attrs = append(attrs, semconv.HTTPRequestResendCount(ev.Attempt-1))
 	}
 	attrs = append(attrs, ClassKey.String(ev.Class.String()))
-	if ev.Key != "" {
-		attrs = append(attrs, KeyKey.String(ev.Key))
+	if k := t.ids.Value(ev.Key); k != "" {
+		attrs = append(attrs, KeyKey.String(k))
 	}
 	failed := ev.Class != retrybudget.ClassSuccess || ev.StatusCode >= 400
 	if failed {

@@ -31,6 +31,12 @@ type Config struct {
 	// a secret in the path (webhook URLs, bot tokens). False records
 	// scheme://host/path.
 	OmitPath bool
+	// Identities says whether idempotency keys (retrybudget.key) and the
+	// credential part of boundaries (retrybudget.boundary) are recorded:
+	// the zero value leaves them out, recording a boundary only up to its
+	// first '#', as retrybudget.LogObserver does (see
+	// retrybudget.Identities).
+	Identities retrybudget.Identities
 }
 
 // Telemetry holds the instruments and the tracer that report a Transport's
@@ -43,6 +49,7 @@ type Telemetry struct {
 	// semantic conventions' list (isDefaultMethod).
 	known    map[string]bool
 	omitPath bool
+	ids      retrybudget.Identities
 }
 
 // New returns a Telemetry for cfg. It fails only when the MeterProvider
@@ -56,7 +63,7 @@ func New(cfg Config) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Telemetry{m: m, omitPath: cfg.OmitPath}
+	t := &Telemetry{m: m, omitPath: cfg.OmitPath, ids: cfg.Identities}
 	if cfg.KnownMethods != nil {
 		t.known = make(map[string]bool, len(cfg.KnownMethods))
 		for _, k := range cfg.KnownMethods {

@@ -35,7 +35,7 @@ var (
 // and three attempt spans under the caller's span with resend counts 1 and
 // 2 on the retries.
 func TestRetryThenSuccess(t *testing.T) {
-	h := newHarness(t, otelretry.Config{})
+	h := newHarness(t, otelretry.Config{Identities: retrybudget.Identities{ShowIdentities: true}})
 	srv := server(t, "503", "429:0", "200")
 	host := semconv.ServerAddress("127.0.0.1")
 

@@ -104,7 +104,8 @@ func TestFleetWorker(t *testing.T) {
 	}
 	base := &http.Transport{MaxIdleConnsPerHost: fleetWorkers}
 	defer base.CloseIdleConnections()
-	led, err := ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix + "led:"})
+	led, err := ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix + "led:",
+		Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,10 @@ func openRedis(ctx context.Context, raw string) (ledger.Store, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	keys, err := ledgercli.FingerprintKeys()
+	if err != nil {
+		return nil, nil, err
+	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--url: %w", err)
@@ -37,7 +41,7 @@ func openRedis(ctx context.Context, raw string) (ledger.Store, func(), error) {
 		c.Close()
 		return nil, nil, fmt.Errorf("redis %s: %w", opt.Addr, err)
 	}
-	s, err := ledger.NewRedis(c, ledger.RedisConfig{Prefix: prefix})
+	s, err := ledger.NewRedis(c, ledger.RedisConfig{Prefix: prefix, Config: ledger.Config{FingerprintKeys: keys}})
 	if err != nil {
 		c.Close()
 		return nil, nil, fmt.Errorf("--url: %w", err)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/ledger/ledgercli"
+	"github.com/retrybudget/retrybudget/ledger/ledgertest"
 )
 
 // TestLedgerCommandRedis drives list, show and resolve against a real
@@ -24,10 +26,8 @@ func TestLedgerCommandRedis(t *testing.T) {
 	if opt.Password != "" {
 		t.Skip("the test builds a URL without the password")
 	}
-	s, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Setenv(ledgercli.FingerprintKeyEnv, string(redistest.LedgerKey()))
+	s := ledgertest.Redis(t, client, prefix)
 	k := ledger.Key{Tenant: "acme", Operation: "charge", Key: "order-9"}
 	dead, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "dead", Lease: 50 * time.Millisecond})
 	if err != nil {

@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// demoTokens returns the demo's bearer tokens and their tenants. A real
-// service verifies a credential instead; the idempotency middleware only
-// needs the tenant it yields.
+// demoTokens returns the demo's bearer tokens and their tenants. They are
+// hard-coded for the demo only and grant nothing: a real service verifies
+// a credential (a signed token, a hashed API key) instead; the idempotency
+// middleware only needs the tenant it yields.
 func demoTokens() map[string]string {
 	return map[string]string{"token_a": "tenant_a", "token_b": "tenant_b"}
 }

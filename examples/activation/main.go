@@ -12,9 +12,12 @@
 //
 // Usage:
 //
-//	go run ./examples/activation [-addr 127.0.0.1:8080] [-redis 127.0.0.1:6379] [-slow 5s] [-retention 24h]
+//	go run ./examples/activation [-addr 127.0.0.1:8080] [-redis rediss://:password@host:6380/0] [-slow 5s] [-retention 24h]
 //
-// Without -redis the ledger is in memory and forgotten at exit.
+// Without -redis the ledger is in memory and forgotten at exit. With it,
+// ACTIVATION_FINGERPRINT_KEY must hold the deployment's fingerprint key.
+// The bearer tokens it accepts (token_a, token_b) are hard-coded for the
+// demo only: a real service verifies credentials.
 package main
 
 import (
@@ -25,8 +28,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,7 +51,7 @@ type options struct {
 func main() {
 	var opts options
 	flag.StringVar(&opts.addr, "addr", "127.0.0.1:8080", "address to listen on")
-	flag.StringVar(&opts.redis, "redis", "", "Redis address for a shared ledger (host:port); empty keeps it in memory")
+	flag.StringVar(&opts.redis, "redis", "", "Redis for a shared ledger: redis://[user:password@]host:port[/db], rediss:// for TLS, or host:port; empty keeps it in memory")
 	flag.DurationVar(&opts.slow, "slow", 5*time.Second, "how long the destination takes to sync audience_slow")
 	flag.DurationVar(&opts.retention, "retention", 0, "how long an Idempotency-Key is remembered (0: 24h)")
 	flag.Parse()
@@ -111,31 +116,68 @@ func run(ctx context.Context, opts options, logger *slog.Logger) error {
 	return nil
 }
 
+// fingerprintKeyEnv names the environment variable holding the ledger's
+// fingerprint key (ledger.FingerprintKeys), required with -redis.
+const fingerprintKeyEnv = "ACTIVATION_FINGERPRINT_KEY"
+
 // openStore returns the ledger: Redis at addr, or memory when addr is
 // empty, and a function that releases it.
 func openStore(ctx context.Context, addr string) (ledger.Store, func(), error) {
 	if addr == "" {
 		return ledger.NewMemory(ledger.MemoryConfig{}), func() {}, nil
 	}
-	client := redis.NewClient(&redis.Options{Addr: addr})
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := client.Ping(pctx).Err(); err != nil {
-		_ = client.Close()
-		return nil, nil, fmt.Errorf("redis %s: %w", addr, err)
+	// The fingerprint key is a deployment secret, the same on every
+	// instance: records in Redis are readable by whoever reads Redis.
+	key := os.Getenv(fingerprintKeyEnv)
+	if key == "" {
+		return nil, nil, fmt.Errorf("a Redis ledger needs a fingerprint key: set %s to a secret of at least 16 bytes", fingerprintKeyEnv)
 	}
-	store, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: "activation:ledger:"})
+	ropts, err := redisOptions(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	client := redis.NewClient(ropts)
+	store, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: "activation:ledger:",
+		Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{[]byte(key)}}})
 	if err != nil {
 		_ = client.Close()
 		return nil, nil, err
 	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := client.Ping(pctx).Err(); err != nil {
+		_ = client.Close()
+		return nil, nil, fmt.Errorf("redis %s: %w", ledgerName(addr), err)
+	}
 	return store, func() { _ = client.Close() }, nil
 }
 
-// ledgerName describes the ledger for the startup log.
+// redisOptions reads the -redis flag: a redis:// or rediss:// (TLS) URL,
+// which may carry a user, a password and a database number
+// (redis.ParseURL), or a bare host:port.
+func redisOptions(v string) (*redis.Options, error) {
+	if !strings.Contains(v, "://") {
+		return &redis.Options{Addr: v}, nil
+	}
+	o, err := redis.ParseURL(v)
+	if err != nil {
+		// ParseURL's error may quote the URL, password included.
+		return nil, fmt.Errorf("-redis: not a redis:// or rediss:// URL (%s)", ledgerName(v))
+	}
+	return o, nil
+}
+
+// ledgerName describes the ledger for the startup log, never with the
+// password a Redis URL may carry.
 func ledgerName(redisAddr string) string {
 	if redisAddr == "" {
 		return "memory"
+	}
+	if u, err := url.Parse(redisAddr); err == nil && u.Scheme != "" {
+		return "redis " + u.Redacted()
+	}
+	if strings.Contains(redisAddr, "://") {
+		return "redis (unparsable URL)"
 	}
 	return "redis " + redisAddr
 }

@@ -26,3 +26,8 @@ func Prefix(t testing.TB) string {
 	t.Logf("redistest: key prefix %s", p)
 	return p
 }
+
+// LedgerKey returns the ledger fingerprint key every test of a Redis ledger
+// uses (ledger.Config.FingerprintKeys), the same in every process of a
+// test so that a child process reads what its parent wrote.
+func LedgerKey() []byte { return []byte("redistest-ledger-fingerprint-key") }

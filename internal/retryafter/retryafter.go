@@ -10,10 +10,12 @@ import (
 	"time"
 )
 
-// Max bounds a Retry-After wait, so that the conversion to a time.Duration
-// cannot overflow: a century. A value above it is absurd for a retry hint
-// and is treated as absent rather than clamped, because clamping would turn
-// garbage into an instruction.
+// Max bounds how far ahead a Retry-After may point, in either form: a
+// century. A value beyond it is absurd for a retry hint and is treated as
+// absent rather than clamped, because clamping would turn garbage into an
+// instruction; and a job queue that rescheduled at
+// "Fri, 31 Dec 9999 23:59:59 GMT" would park the job for ever. It also
+// keeps delta-seconds from overflowing a time.Duration.
 const Max = 100 * 365 * 24 * time.Hour
 
 // maxSeconds is Max in delta-seconds.
@@ -27,7 +29,8 @@ const maxSeconds = int64(Max / time.Second)
 // accept (RFC 9110 §5.6.7: IMF-fixdate, the obsolete RFC 850 form and ANSI C
 // asctime). Surrounding whitespace is ignored.
 //
-// Negative, fractional, empty, garbage or overflowing values are treated as
+// Negative, fractional, empty, garbage or overflowing values, and values
+// more than Max ahead of now (delta-seconds or date alike), are treated as
 // absent: ok is false and the time is zero. A date in the past is valid and
 // returned as is; callers compare it with now. Parse never panics.
 func Parse(value string, now time.Time) (at time.Time, ok bool) {
@@ -45,7 +48,9 @@ func Parse(value string, now time.Time) (at time.Time, ok bool) {
 	// http.ParseTime tries IMF-fixdate, RFC 850 and asctime in that order,
 	// exactly the set RFC 9110 §5.6.7 requires a recipient to accept.
 	t, err := http.ParseTime(v)
-	if err != nil {
+	// Sub saturates rather than overflows, so a date millennia away
+	// still compares as beyond the bound.
+	if err != nil || t.Sub(now) > Max {
 		return time.Time{}, false
 	}
 	return t, true

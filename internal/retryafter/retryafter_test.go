@@ -1,6 +1,8 @@
 package retryafter
 
 import (
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,9 +46,35 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestRetryAfterFarFutureDateRefused pins issue 16 finding 6: the century
+// bound applied to delta-seconds only, so "Fri, 31 Dec 9999 23:59:59 GMT"
+// became Outcome.RetryAt and a job queue rescheduling there parked the job
+// for ever. Dates get the same bound, at the same place.
+func TestRetryAfterFarFutureDateRefused(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	edge := now.Add(Max).Truncate(time.Second)
+	for _, tt := range []struct {
+		value string
+		ok    bool
+	}{
+		{"Fri, 31 Dec 9999 23:59:59 GMT", false},
+		{"Fri Dec 31 23:59:59 9999", false},
+		{edge.Add(time.Second).Format(http.TimeFormat), false},
+		{edge.Format(http.TimeFormat), true},
+		{strconv.FormatInt(int64(Max/time.Second)+1, 10), false},
+		{strconv.FormatInt(int64(Max/time.Second), 10), true},
+		{"Thu, 01 Jan 1970 00:00:00 GMT", true}, // the past is valid: retry now
+	} {
+		if _, ok := Parse(tt.value, now); ok != tt.ok {
+			t.Errorf("Parse(%q) ok = %t, want %t", tt.value, ok, tt.ok)
+		}
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"120", "0", "-1", "1.5", "Wed, 02 Dec 2026 10:00:30 GMT",
-		"Wednesday, 02-Dec-26 10:00:30 GMT", "Wed Dec  2 10:00:30 2026", "", "9999999999999999999"} {
+		"Wednesday, 02-Dec-26 10:00:30 GMT", "Wed Dec  2 10:00:30 2026", "", "9999999999999999999",
+		"Fri, 31 Dec 9999 23:59:59 GMT", "Friday, 31-Dec-99 23:59:59 GMT", "Fri Dec 31 23:59:59 9999"} {
 		f.Add(s)
 	}
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
@@ -63,6 +91,9 @@ func FuzzParse(f *testing.F) {
 		}
 		if isDigits(strings.TrimSpace(v)) && at.Before(now) {
 			t.Fatalf("delta-seconds %q resolved to %v, before now", v, at)
+		}
+		if at.Sub(now) > Max {
+			t.Fatalf("Parse(%q) = %v, more than a century ahead", v, at)
 		}
 	})
 }

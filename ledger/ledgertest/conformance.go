@@ -101,7 +101,7 @@ func testReserveCreates(t *testing.T, h Harness) {
 		t.Fatalf("Send %t, Token %d, Err %v", res.Send, res.Token, res.Err())
 	}
 	r := res.Record
-	if r.Key != keyA || r.Fingerprint != fpA || r.State != ledger.StateInProgress || r.Owner != "w1" || r.Outcome != nil {
+	if r.Key != keyA || r.Fingerprint != sealed(fpA) || r.State != ledger.StateInProgress || r.Owner != "w1" || r.Outcome != nil {
 		t.Fatalf("record %+v", r)
 	}
 	if r.CreatedAt.IsZero() || !r.ExpiresAt.Equal(r.CreatedAt.Add(time.Hour)) || !r.LeaseUntil.Equal(r.CreatedAt.Add(time.Minute)) {
@@ -216,7 +216,7 @@ func testDecisionsMatchResolve(t *testing.T, h Harness) {
 		}
 		if sc.setup.state != ledger.StateAbsent {
 			// A takeover keeps the action's identity and bumps the token.
-			if res.Token != sc.token+1 || !after.CreatedAt.Equal(before.CreatedAt) || after.Fingerprint != fpA || len(after.Attempts) != len(before.Attempts)+1 {
+			if res.Token != sc.token+1 || !after.CreatedAt.Equal(before.CreatedAt) || after.Fingerprint != sealed(fpA) || len(after.Attempts) != len(before.Attempts)+1 {
 				t.Errorf("%s: takeover token %d after %d, record %+v", sc.name, res.Token, sc.token, after)
 			}
 		}

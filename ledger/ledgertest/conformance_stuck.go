@@ -119,7 +119,7 @@ func testExpiryAfterRetention(t *testing.T, h Harness) {
 	// Even a different request is no conflict now: it is a new action.
 	again := h.reserve(t, ledger.ReserveRequest{Key: keyA, Fingerprint: fpB, Owner: "w2"})
 	wantVerdict(t, again, ledger.VerdictCreated)
-	if again.Token == first.Token || again.Record.Outcome != nil || len(again.Record.Attempts) != 1 || again.Record.Fingerprint != fpB {
+	if again.Token == first.Token || again.Record.Outcome != nil || len(again.Record.Attempts) != 1 || again.Record.Fingerprint != sealed(fpB) {
 		t.Fatalf("new action: %+v", again)
 	}
 	if err := h.Complete(t.Context(), keyA, first.Token, ledger.Outcome{Status: 500}); !errors.Is(err, ledger.ErrNotOwner) {

@@ -2,7 +2,7 @@
 -- step: read the record, decide with the server's clock, write the grant.
 --
 -- KEYS[1]  the record hash, named <prefix>{<Key.ID>}
--- ARGV[1]  request fingerprint
+-- ARGV[1]  request fingerprint, sealed (stored when creating)
 -- ARGV[2]  owner
 -- ARGV[3]  lease, ms
 -- ARGV[4]  retention, ms (used only when creating)
@@ -12,6 +12,9 @@
 -- ARGV[8]  tenant, ARGV[9] operation, ARGV[10] key (stored, never in a key name)
 -- ARGV[11] first fencing token, used only when creating
 -- ARGV[12] attempts kept (Config.MaxAttempts)
+-- ARGV[13..] every stored fingerprint that matches the request (the
+--          request's fingerprint sealed under each key; see
+--          ledger.FingerprintKeys.Candidates)
 --
 -- Returns {verdict, stored state, lease expired "1"/"0", now ms, token,
 -- then the record's fields and values as HGETALL gives them}. The Go side
@@ -45,12 +48,19 @@ local function send(v)
   return v
 end
 
+local function matches(fp)
+  for i = 13, #ARGV do
+    if ARGV[i] == fp then return true end
+  end
+  return false
+end
+
 local verdict
 if st == 'absent' then
   verdict = send('created')
 elseif st ~= 'in-progress' and st ~= 'completed' and st ~= 'failed' and st ~= 'uncertain' then
   verdict = 'uncertain' -- never send what cannot be classified
-elseif f[2] ~= ARGV[1] then
+elseif not matches(f[2]) then
   verdict = 'conflict'
 elseif st == 'completed' then
   verdict = 'replayed'

@@ -57,7 +57,7 @@ func (a *atomicTx) Context(ctx context.Context) context.Context {
 // the same owner (after a lost commit answer) waits for the commit and
 // then finds the action completed or still in progress, never half-way.
 func (a *atomicTx) Complete(ctx context.Context, o ledger.Outcome) error {
-	args, err := a.s.outcomeArgs(o)
+	args, err := a.s.outcomeArgs(a.k, o)
 	if err != nil {
 		a.rollback()
 		return err

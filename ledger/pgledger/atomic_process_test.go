@@ -78,7 +78,7 @@ func TestAtomicServerKilledAfterEffect(t *testing.T) {
 		t.Fatalf("%d effects committed by the killed server, want 0", n)
 	}
 
-	srv := httptest.NewServer(atomicServer(db.pool, nil))
+	srv := httptest.NewServer(atomicServer(t, db.pool, nil))
 	defer srv.Close()
 	retry := retryUntilSettled(t, srv.URL, "k1")
 	if retry.status != http.StatusCreated || retry.replayed {
@@ -107,7 +107,7 @@ func TestAtomicHelperProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := atomicServer(db.open(t, ""), func(r *http.Request) {
+	h := atomicServer(t, db.open(t, ""), func(r *http.Request) {
 		fmt.Println("EFFECT")
 		<-r.Context().Done() // until killed
 	})

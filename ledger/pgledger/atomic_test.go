@@ -36,7 +36,7 @@ func newEffectsDB(t *testing.T) effectsDB {
 	url := pgtest.URL(t)
 	db := effectsDB{url: url, schema: pgtest.Schema(t, url)}
 	db.pool = db.open(t, "")
-	if err := pgledger.New(db.pool, pgledger.Config{}).Migrate(t.Context()); err != nil {
+	if err := unmigrated(t, db.pool, pgledger.Config{}).Migrate(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.pool.Exec(t.Context(), "CREATE TABLE effects (id bigserial PRIMARY KEY, k text NOT NULL)"); err != nil {
@@ -105,9 +105,9 @@ func effectHandler(afterEffect func(r *http.Request)) http.Handler {
 
 // atomicServer serves effectHandler behind the middleware with an atomic
 // PostgreSQL store on pool.
-func atomicServer(pool *pgxpool.Pool, afterEffect func(r *http.Request)) http.Handler {
+func atomicServer(t testing.TB, pool *pgxpool.Pool, afterEffect func(r *http.Request)) http.Handler {
 	return idempotency.New(idempotency.Config{
-		Store:  pgledger.New(pool, pgledger.Config{Timeout: 2 * time.Second}),
+		Store:  unmigrated(t, pool, pgledger.Config{Timeout: 2 * time.Second}),
 		Atomic: true,
 		Lease:  atomicLease,
 		Tenant: func(*http.Request) string { return "tenant" },
@@ -173,7 +173,7 @@ func TestAtomicCommitCut(t *testing.T) {
 				t.Fatal(err)
 			}
 			proxy := startProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
-			srv := httptest.NewServer(atomicServer(db.open(t, proxy.addr().String()), nil))
+			srv := httptest.NewServer(atomicServer(t, db.open(t, proxy.addr().String()), nil))
 			defer srv.Close()
 
 			proxy.mode.Store(tc.mode)
@@ -218,7 +218,7 @@ func TestAtomicCommitCut(t *testing.T) {
 func TestAtomicHandlerFailureRollsBack(t *testing.T) {
 	db := newEffectsDB(t)
 	fail := true
-	srv := httptest.NewServer(atomicServer(db.pool, func(r *http.Request) {
+	srv := httptest.NewServer(atomicServer(t, db.pool, func(r *http.Request) {
 		if fail {
 			fail = false
 			panic(http.ErrAbortHandler)

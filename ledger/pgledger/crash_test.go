@@ -26,7 +26,7 @@ func privateStore(t *testing.T) (*pgtest.Server, func() *pgledger.Store) {
 			t.Fatal(err)
 		}
 		t.Cleanup(pool.Close)
-		return pgledger.New(pool, pgledger.Config{Schema: schema, Timeout: 2 * time.Second})
+		return unmigrated(t, pool, pgledger.Config{Schema: schema, Timeout: 2 * time.Second})
 	}
 	s := open()
 	if err := s.Migrate(t.Context()); err != nil {

@@ -33,7 +33,7 @@ type storedAttempt struct {
 type row interface{ Scan(dest ...any) error }
 
 // scanRecord reads the columns of columns, then extra.
-func scanRecord(r row, extra ...any) (ledger.Record, meta, error) {
+func scanRecord(keys ledger.EncryptionKeys, r row, extra ...any) (ledger.Record, meta, error) {
 	var (
 		rec          ledger.Record
 		m            meta
@@ -79,6 +79,16 @@ func scanRecord(r row, extra ...any) (ledger.Record, meta, error) {
 			return ledger.Record{}, meta{}, fmt.Errorf("%w: completed without an outcome", ledger.ErrCorrupt)
 		}
 		o := &ledger.Outcome{Status: *status, BodyHash: *bodyHash, BodyLen: *bodyLen, BodyOmitted: *bodyOmitted}
+		// Sealed headers are kept as one JSON string (the column is
+		// jsonb); plain ones as the header object.
+		var sealed []byte
+		if json.Unmarshal(header, &sealed) == nil {
+			h, err := keys.Open(rec.Key, "headers", sealed)
+			if err != nil {
+				return ledger.Record{}, meta{}, err
+			}
+			header = h
+		}
 		if err := json.Unmarshal(header, &o.Header); err != nil {
 			return ledger.Record{}, meta{}, fmt.Errorf("%w: header: %v", ledger.ErrCorrupt, err)
 		}
@@ -86,6 +96,13 @@ func scanRecord(r row, extra ...any) (ledger.Record, meta, error) {
 			o.Header = http.Header{}
 		}
 		if !o.BodyOmitted {
+			if len(body) > 0 {
+				b, err := keys.Open(rec.Key, "body", body)
+				if err != nil {
+					return ledger.Record{}, meta{}, err
+				}
+				body = b
+			}
 			o.Body = body
 			if o.Body == nil {
 				o.Body = []byte{}

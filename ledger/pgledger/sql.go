@@ -12,6 +12,8 @@ import "strings"
 //	$7 lease ms  $8 retention ms  $9 limited  $10 reconciler
 //	$11 keys honoured  $12 first token of a new record
 //	$13 attempts kept (ledger.Config.MaxAttempts)
+//	$14 every stored fingerprint that matches the request
+//	    (ledger.FingerprintKeys.Candidates); $5 is the request's, sealed
 
 // columns is every column a record is read from, in scanRecord's order.
 const columns = `id, tenant, operation, action_key, fingerprint, state, owner, token,
@@ -30,7 +32,7 @@ const effState = `(CASE WHEN r.state = 'in-progress' AND r.atomic AND r.lease_un
 var verdict = strings.NewReplacer("{{eff}}", effState).Replace(`(CASE
   WHEN r.expires_at < now() THEN (CASE WHEN $9 THEN 'delayed' ELSE 'created' END)
   WHEN {{eff}} NOT IN ('in-progress', 'completed', 'failed', 'uncertain') THEN 'uncertain'
-  WHEN r.fingerprint <> $5 THEN 'conflict'
+  WHEN NOT (r.fingerprint = ANY($14::text[])) THEN 'conflict'
   WHEN {{eff}} = 'completed' THEN 'replayed'
   WHEN {{eff}} = 'failed' THEN (CASE WHEN $9 THEN 'delayed' ELSE 'retry' END)
   WHEN {{eff}} = 'in-progress' AND r.lease_until > now() THEN 'pending'

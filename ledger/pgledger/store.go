@@ -43,8 +43,17 @@ type Store struct {
 }
 
 // New returns a Store on db. It does not touch the database; call Migrate
-// once (at deploy or start-up) to create the table.
-func New(db DB, cfg Config) *Store {
+// once (at deploy or start-up) to create the table. It returns an error
+// wrapping ledger.ErrNoFingerprintKey when cfg has no fingerprint key: a
+// database is read by more people than the service, so it keeps request
+// fingerprints only sealed (see ledger.FingerprintKeys).
+func New(db DB, cfg Config) (*Store, error) {
+	if err := cfg.FingerprintKeys.Validate(); err != nil {
+		return nil, fmt.Errorf("ledger: pgledger.New: %w", err)
+	}
+	if err := cfg.EncryptionKeys.Validate(); err != nil {
+		return nil, fmt.Errorf("ledger: pgledger.New: %w", err)
+	}
 	id := pgx.Identifier{cfg.table()}
 	if cfg.Schema != "" {
 		id = pgx.Identifier{cfg.Schema, cfg.table()}
@@ -57,7 +66,7 @@ func New(db DB, cfg Config) *Store {
 	} {
 		s.queries[name] = strings.ReplaceAll(q, "{{table}}", s.table)
 	}
-	return s
+	return s, nil
 }
 
 // bound returns ctx limited by the Store's timeout.
@@ -92,9 +101,10 @@ func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.
 	}
 	id := req.Key.ID()
 	for range maxReserveRounds {
-		rec, m, err := scanRecord(s.db.QueryRow(ctx, q, id, req.Key.Tenant, req.Key.Operation, req.Key.Key,
-			req.Fingerprint, req.Owner, lease.Milliseconds(), retention.Milliseconds(),
-			req.Limited, req.Reconciler, req.KeysHonoured, ledger.NewToken(), s.cfg.HistoryCap()))
+		rec, m, err := scanRecord(s.cfg.EncryptionKeys, s.db.QueryRow(ctx, q, id, req.Key.Tenant, req.Key.Operation, req.Key.Key,
+			s.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
+			req.Limited, req.Reconciler, req.KeysHonoured, ledger.NewToken(), s.cfg.HistoryCap(),
+			s.cfg.FingerprintKeys.Candidates(req.Fingerprint)))
 		switch {
 		case err == nil:
 			return s.granted(req, rec, m)
@@ -120,6 +130,7 @@ func (s *Store) granted(req ledger.ReserveRequest, rec ledger.Record, m meta) (l
 	in := input(req)
 	if from != ledger.StateAbsent {
 		in.State, in.StoredFingerprint = from, rec.Fingerprint
+		in.Fingerprint = s.cfg.FingerprintKeys.Match(rec.Fingerprint, req.Fingerprint)
 		in.LeaseExpired = from == ledger.StateInProgress
 	}
 	res := ledger.Reservation{Decision: ledger.Resolve(in), Record: rec, Token: m.token}
@@ -133,7 +144,7 @@ func (s *Store) granted(req ledger.ReserveRequest, rec ledger.Record, m meta) (l
 // that wrote nothing.
 func (s *Store) decide(ctx context.Context, req ledger.ReserveRequest) (ledger.Reservation, error) {
 	var now time.Time
-	rec, m, err := scanRecord(s.db.QueryRow(ctx, s.queries["read"], req.Key.ID()), &now)
+	rec, m, err := scanRecord(s.cfg.EncryptionKeys, s.db.QueryRow(ctx, s.queries["read"], req.Key.ID()), &now)
 	in := input(req)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -143,6 +154,7 @@ func (s *Store) decide(ctx context.Context, req ledger.ReserveRequest) (ledger.R
 		return ledger.Reservation{}, m.stateErr
 	case !now.After(rec.ExpiresAt):
 		in.State, in.StoredFingerprint = rec.State, rec.Fingerprint
+		in.Fingerprint = s.cfg.FingerprintKeys.Match(rec.Fingerprint, req.Fingerprint)
 		if rec.State == ledger.StateInProgress && !now.Before(rec.LeaseUntil) {
 			in.LeaseExpired = true
 			if m.atomic {
@@ -209,7 +221,7 @@ func (s *Store) AddAttempt(ctx context.Context, k ledger.Key, token int64, class
 
 // Complete implements ledger.Store.
 func (s *Store) Complete(ctx context.Context, k ledger.Key, token int64, o ledger.Outcome) error {
-	args, err := s.outcomeArgs(o)
+	args, err := s.outcomeArgs(k, o)
 	if err != nil {
 		return err
 	}
@@ -217,13 +229,29 @@ func (s *Store) Complete(ctx context.Context, k ledger.Key, token int64, o ledge
 }
 
 // outcomeArgs returns the stored outcome as completeSQL's $3 to $8.
-func (s *Store) outcomeArgs(o ledger.Outcome) ([]any, error) {
+func (s *Store) outcomeArgs(k ledger.Key, o ledger.Outcome) ([]any, error) {
 	st := s.cfg.StoredOutcome(o)
 	h, err := json.Marshal(st.Header)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: encode headers: %w", err)
 	}
-	return []any{st.Status, h, st.Body, st.BodyHash, st.BodyLen, st.BodyOmitted}, nil
+	body := st.Body
+	if keys := s.cfg.EncryptionKeys; len(keys) > 0 {
+		// The column is jsonb: sealed headers are kept as one JSON
+		// string (base64), which scanRecord recognises.
+		if h, err = keys.Seal(k, "headers", h); err != nil {
+			return nil, err
+		}
+		if h, err = json.Marshal(h); err != nil {
+			return nil, fmt.Errorf("ledger: encode headers: %w", err)
+		}
+		if len(body) > 0 {
+			if body, err = keys.Seal(k, "body", body); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return []any{st.Status, h, body, st.BodyHash, st.BodyLen, st.BodyOmitted}, nil
 }
 
 // Fail implements ledger.Store.
@@ -260,7 +288,7 @@ func (s *Store) Get(ctx context.Context, k ledger.Key) (ledger.Record, error) {
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rec, m, err := scanRecord(s.db.QueryRow(ctx, s.queries["get"], k.ID()))
+	rec, m, err := scanRecord(s.cfg.EncryptionKeys, s.db.QueryRow(ctx, s.queries["get"], k.ID()))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return ledger.Record{}, ledger.ErrNotFound
@@ -291,7 +319,7 @@ func (s *Store) Sweep(ctx context.Context, limit int) ([]ledger.Record, error) {
 	defer rows.Close()
 	var out []ledger.Record
 	for rows.Next() {
-		rec, m, err := scanRecord(rows)
+		rec, m, err := scanRecord(s.cfg.EncryptionKeys, rows)
 		if err == nil {
 			err = m.stateErr
 		}

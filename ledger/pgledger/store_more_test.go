@@ -23,7 +23,7 @@ func TestMigrateConcurrentAndRepeated(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
-		wg.Go(func() { errs[i] = pgledger.New(pool, pgledger.Config{}).Migrate(t.Context()) })
+		wg.Go(func() { errs[i] = unmigrated(t, pool, pgledger.Config{}).Migrate(t.Context()) })
 	}
 	wg.Wait()
 	for i, err := range errs {

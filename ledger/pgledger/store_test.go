@@ -15,10 +15,22 @@ import (
 // clock.
 const short = 150 * time.Millisecond
 
+// unmigrated returns a Store with the tests' fingerprint key added to cfg,
+// failing t when New refuses the configuration.
+func unmigrated(t testing.TB, db pgledger.DB, cfg pgledger.Config) *pgledger.Store {
+	t.Helper()
+	cfg.FingerprintKeys = append(cfg.FingerprintKeys, ledgertest.FingerprintKeys()...)
+	s, err := pgledger.New(db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // newStore returns a migrated Store in a fresh schema.
 func newStore(t testing.TB, pool *pgxpool.Pool, cfg pgledger.Config) *pgledger.Store {
 	t.Helper()
-	s := pgledger.New(pool, cfg)
+	s := unmigrated(t, pool, cfg)
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -72,6 +72,10 @@ func open(ctx context.Context, raw string) (ledger.Store, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	keys, err := ledgercli.FingerprintKeys()
+	if err != nil {
+		return nil, nil, err
+	}
 	pool, err := pgxpool.New(ctx, raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--url: %w", err)
@@ -80,5 +84,10 @@ func open(ctx context.Context, raw string) (ledger.Store, func(), error) {
 		pool.Close()
 		return nil, nil, fmt.Errorf("postgres: %w", err)
 	}
-	return pgledger.New(pool, pgledger.Config{Table: table}), pool.Close, nil
+	s, err := pgledger.New(pool, pgledger.Config{Table: table, Config: ledger.Config{FingerprintKeys: keys}})
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return s, pool.Close, nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/ledger/ledgercli"
+	"github.com/retrybudget/retrybudget/ledger/ledgertest"
 	"github.com/retrybudget/retrybudget/ledger/pgledger"
 	"github.com/retrybudget/retrybudget/ledger/pgledger/pgtest"
 )
@@ -28,6 +30,7 @@ func TestLedgerCommandPostgres(t *testing.T) {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	dsn := u.String()
+	t.Setenv(ledgercli.FingerprintKeyEnv, string(ledgertest.FingerprintKeys()[0]))
 	cli := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
 		code := run(args, &out, &errb)
@@ -41,7 +44,10 @@ func TestLedgerCommandPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	s := pgledger.New(pool, pgledger.Config{})
+	s, err := pgledger.New(pool, pgledger.Config{Config: ledger.Config{FingerprintKeys: ledgertest.FingerprintKeys()}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	k := ledger.Key{Tenant: "acme", Operation: "charge", Key: "order-7"}
 	res, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "w1"})
 	if err != nil {

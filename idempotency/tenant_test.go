@@ -1,0 +1,143 @@
+package idempotency_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/retrybudget/retrybudget/idempotency"
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// TestCrossTenantReplay pins issue 16 finding 1: two callers identified by
+// an API-key header or a cookie, or by nothing at all, sending the same
+// key and body, must never get each other's stored response. The
+// middleware used to default to a tenant derived from Authorization, ""
+// for all three, so the second caller got the first one's 201 with its
+// account data, and the handler did not run for it.
+func TestCrossTenantReplay(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		a, b http.Header
+	}{
+		{"X-Api-Key", http.Header{"X-Api-Key": {"key_alice"}}, http.Header{"X-Api-Key": {"key_mallory"}}},
+		{"cookie", http.Header{"Cookie": {"session=alice"}}, http.Header{"Cookie": {"session=mallory"}}},
+		{"no credentials", nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var runs atomic.Int32
+			h := idempotency.New(idempotency.Config{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				runs.Add(1)
+				w.WriteHeader(http.StatusCreated)
+				w.Write([]byte(`{"account":"` + r.Header.Get("X-Api-Key") + r.Header.Get("Cookie") + `"}`))
+			}))
+			send := func(hdr http.Header) *httptest.ResponseRecorder {
+				r := request{header: hdr}.build()
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				return w
+			}
+			first := send(tt.a)
+			second := send(tt.b)
+			if second.Header().Get(idempotency.HeaderReplayed) != "" || (first.Code < 300 && second.Body.String() == first.Body.String()) {
+				t.Fatalf("second caller got the first caller's stored response: %d %s", second.Code, second.Body)
+			}
+			// Without a Tenant the middleware refuses to guess one.
+			for _, w := range []*httptest.ResponseRecorder{first, second} {
+				if w.Code != http.StatusInternalServerError || problemBody(t, response{ResponseRecorder: w}).Type != idempotency.TypeNoTenant {
+					t.Errorf("answer %d %s, want 500 TypeNoTenant", w.Code, w.Body)
+				}
+			}
+			if n := runs.Load(); n != 0 {
+				t.Errorf("handler ran %d times without a tenant", n)
+			}
+		})
+	}
+}
+
+// TestEmptyTenantRefused pins the other half of finding 1: with auth done
+// inside the handler, a request with no credentials (Tenant returns "")
+// used to share tenant "" with every other such request and get their
+// stored responses. It is refused before the store is touched.
+func TestEmptyTenantRefused(t *testing.T) {
+	account := func(r *http.Request) string { return r.Header.Get("X-Account") }
+	e := newEnv(t, idempotency.Config{Tenant: account}, created)
+	if res := e.send(request{header: http.Header{"X-Account": {"alice"}}}); res.Code != http.StatusCreated {
+		t.Fatalf("alice got %d, want 201", res.Code)
+	}
+	res := e.send(request{})
+	if res.Code != http.StatusForbidden || problemBody(t, res).Type != idempotency.TypeNoTenant {
+		t.Fatalf("anonymous got %d %s, want 403 TypeNoTenant", res.Code, res.Body)
+	}
+	if res.Header().Get(idempotency.HeaderReplayed) != "" {
+		t.Error("anonymous caller got a replay")
+	}
+	if n := e.runs.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want once (alice only)", n)
+	}
+	if _, err := e.store.Get(t.Context(), ledger.Key{Operation: "POST /things", Key: "k1"}); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("a record under the empty tenant exists: %v", err)
+	}
+}
+
+// TestCredentialTenantKeysCallersApart checks the helper for services
+// without accounts: two API keys get two tenants, neither of which is an
+// unkeyed hash of the credential, and a short secret is refused.
+func TestCredentialTenantKeysCallersApart(t *testing.T) {
+	if _, err := idempotency.CredentialTenant([]byte("short")); !errors.Is(err, idempotency.ErrInvalidConfig) {
+		t.Errorf("short secret: %v, want ErrInvalidConfig", err)
+	}
+	tenant, err := idempotency.CredentialTenant([]byte("0123456789abcdef0123"), "X-Api-Key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := idempotency.CredentialTenant([]byte("another-deployment-secret"), "X-Api-Key")
+	r := func(k string) *http.Request {
+		q := httptest.NewRequest("POST", "/", strings.NewReader(""))
+		if k != "" {
+			q.Header.Set("X-Api-Key", k)
+		}
+		return q
+	}
+	a, b := tenant(r("key_a")), tenant(r("key_b"))
+	if a == "" || a == b || a == other(r("key_a")) || strings.Contains(a, "key_a") {
+		t.Errorf("tenants %q %q %q: want distinct, keyed, not raw", a, b, other(r("key_a")))
+	}
+	if tenant(r("")) != "" {
+		t.Error("a request without the header got a tenant")
+	}
+}
+
+// TestFullLedgerAnswers503: a Memory store at its cap answers the next new
+// key 503 TypeLedgerFull with Retry-After, and a tenant at its quota 429,
+// without running the handler; keys already held still replay.
+func TestFullLedgerAnswers503(t *testing.T) {
+	store := ledger.NewMemory(ledger.MemoryConfig{MaxRecords: 3, TenantMaxRecords: 2})
+	e := newEnv(t, idempotency.Config{Store: store}, created)
+	send := func(tenant, key string) response {
+		return e.send(request{keys: []string{key}, header: http.Header{"X-Tenant": {tenant}}})
+	}
+	for _, q := range [][2]string{{"a", "k1"}, {"a", "k2"}, {"b", "k1"}} {
+		if res := send(q[0], q[1]); res.Code != http.StatusCreated {
+			t.Fatalf("%v: %d", q, res.Code)
+		}
+	}
+	for _, tt := range []struct {
+		tenant string
+		status int
+	}{{"a", http.StatusTooManyRequests}, {"c", http.StatusServiceUnavailable}} {
+		res := send(tt.tenant, "k3")
+		if res.Code != tt.status || problemBody(t, res).Type != idempotency.TypeLedgerFull || res.Header().Get("Retry-After") != "60" {
+			t.Errorf("tenant %s: %d %s Retry-After %q; want %d TypeLedgerFull, Retry-After 60", tt.tenant, res.Code, res.Body, res.Header().Get("Retry-After"), tt.status)
+		}
+	}
+	if res := send("a", "k1"); res.Header().Get(idempotency.HeaderReplayed) != "true" {
+		t.Errorf("a held key did not replay in a full store: %d", res.Code)
+	}
+	if n := e.runs.Load(); n != 3 {
+		t.Errorf("handler ran %d times, want 3", n)
+	}
+}

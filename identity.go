@@ -1,0 +1,41 @@
+package retrybudget
+
+import "strings"
+
+// Identities says whether observers (LogObserver, and otelretry's
+// Telemetry) show who and what a call is for. It is the one rule for the
+// Transport's outbound events and the idempotency middleware's inbound
+// logs.
+//
+// The zero value, the default, hides them: no tenant, no Action key, no
+// idempotency key, and a limiter boundary only up to its first '#' (the
+// host, without the credential hash limiter.ByCredential and ByHeader put
+// after it). A tenant may be a customer's account ID, an action key may
+// hold an order or card reference, and a credential hash is a target for
+// guessing; logs and telemetry are read by more people, and kept longer,
+// than the ledger. The operation, the host, the path and the class still
+// say what happened. ShowIdentities true shows them all, for a service
+// whose logs are as protected as its ledger.
+type Identities struct {
+	// ShowIdentities shows tenants, action keys, idempotency keys and
+	// whole boundaries. False, the default, hides them.
+	ShowIdentities bool
+}
+
+// Boundary returns how boundary b is shown: whole when identities are
+// shown, else only up to its first '#'.
+func (i Identities) Boundary(b string) string {
+	if i.ShowIdentities {
+		return b
+	}
+	host, _, _ := strings.Cut(b, "#")
+	return host
+}
+
+// Value returns v when identities are shown, else "" (not shown).
+func (i Identities) Value(v string) string {
+	if i.ShowIdentities {
+		return v
+	}
+	return ""
+}

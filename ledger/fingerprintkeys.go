@@ -1,0 +1,97 @@
+package ledger
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// MinFingerprintKeyLen is the shortest fingerprint key accepted: 16 bytes.
+const MinFingerprintKeyLen = 16
+
+// sealedPrefix starts every fingerprint a store keeps; a fingerprint that
+// carries it is already sealed (a Record's, handed back by Reconcile).
+const sealedPrefix = "hmac-sha256:"
+
+// FingerprintKeys are the per-deployment secrets a store seals request
+// fingerprints with before keeping them: what it keeps is
+// "hmac-sha256:" and the hex HMAC-SHA256 of the fingerprint under the first
+// key. A bare SHA-256 of a request is no secret: from what a stored
+// response reveals (a card's BIN, last four digits and expiry), the rest
+// of a card number and its CVC in the body can be found by trying every
+// candidate against it in seconds. Under a key that the store's readers do
+// not hold, they cannot.
+//
+// Rotation: put the new key first and keep the old ones after it. The
+// first key seals new records; every key verifies, so a retry of an
+// action recorded under an old key still matches. Drop an old key once the
+// retention (24 hours by default) has passed since it stopped being first.
+// A record written before keys were used (a bare fingerprint) still
+// verifies, so turning keys on does not make retries in flight conflicts.
+//
+// Every instance sharing a store must hold the same keys. Stores shared
+// between processes (Redis, PostgreSQL) require at least one key: their
+// constructors call Validate. A Memory store without keys draws a random
+// one when it is created.
+type FingerprintKeys [][]byte
+
+// Validate returns nil when k holds at least one key and every key is at
+// least MinFingerprintKeyLen bytes long, and otherwise an error wrapping
+// ErrNoFingerprintKey or ErrInvalidConfig.
+func (k FingerprintKeys) Validate() error {
+	if len(k) == 0 {
+		return ErrNoFingerprintKey
+	}
+	for i, key := range k {
+		if len(key) < MinFingerprintKeyLen {
+			return fmt.Errorf("%w: fingerprint key %d is %d bytes, want at least %d", ErrInvalidConfig, i, len(key), MinFingerprintKeyLen)
+		}
+	}
+	return nil
+}
+
+// Seal returns the form of fingerprint fp a store keeps: sealed under the
+// first key. A fingerprint already sealed is returned as it is, and so is
+// fp when k is empty (only a store that validated k calls Seal).
+func (k FingerprintKeys) Seal(fp string) string {
+	if len(k) == 0 || strings.HasPrefix(fp, sealedPrefix) {
+		return fp
+	}
+	return seal(k[0], fp)
+}
+
+// Candidates returns every stored form that matches fingerprint fp: fp
+// sealed under each key, first key first, then fp itself (a record
+// written before keys were used, or fp when it is already sealed). A
+// store compares the stored fingerprint with each; Redis passes them to
+// its script, SQL can use "= ANY".
+func (k FingerprintKeys) Candidates(fp string) []string {
+	if strings.HasPrefix(fp, sealedPrefix) {
+		return []string{fp}
+	}
+	out := make([]string, 0, len(k)+1)
+	for _, key := range k {
+		out = append(out, seal(key, fp))
+	}
+	return append(out, fp)
+}
+
+// Match returns the stored form to decide on: stored itself when it is one
+// of fp's candidates, else fp sealed (which differs from stored, so
+// Resolve sees a conflict).
+func (k FingerprintKeys) Match(stored, fp string) string {
+	for _, c := range k.Candidates(fp) {
+		if hmac.Equal([]byte(c), []byte(stored)) {
+			return stored
+		}
+	}
+	return k.Seal(fp)
+}
+
+func seal(key []byte, fp string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(fp))
+	return sealedPrefix + hex.EncodeToString(m.Sum(nil))
+}

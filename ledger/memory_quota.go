@@ -1,0 +1,146 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults of a MemoryConfig's zero caps.
+const (
+	// DefaultMaxRecords is the most records a Memory store holds.
+	DefaultMaxRecords = 100_000
+	// DefaultMaxBytes is the most bytes of records a Memory store holds,
+	// as the store estimates them: 64 MiB.
+	DefaultMaxBytes = 64 << 20
+)
+
+// fullSweepEvery spaces the full scans a full store runs to drop expired
+// and failed records, so that a flood against a full store costs one scan
+// per interval, not one per request.
+const fullSweepEvery = time.Second
+
+// recordOverhead is what a record costs beside its variable parts: the map
+// entry, the struct, the time values and slice headers.
+const recordOverhead = 512
+
+// quota counts what a Memory store holds against its caps. Its fields are
+// guarded by the Memory's mu.
+type quota struct {
+	maxRecords, maxBytes       int64 // <= 0: no cap
+	tenantRecords, tenantBytes int64 // <= 0: no quota
+	records, bytes             int64
+	tenants                    map[string]*usage
+	// sweptAt is when a full store last scanned for records to drop.
+	sweptAt time.Time
+}
+
+// usage is one tenant's share of a store.
+type usage struct{ records, bytes int64 }
+
+func newQuota(c MemoryConfig) quota {
+	pick := func(v, def int64) int64 {
+		switch {
+		case v == 0:
+			return def
+		case v < 0:
+			return 0
+		}
+		return v
+	}
+	return quota{
+		maxRecords:    pick(int64(c.MaxRecords), DefaultMaxRecords),
+		maxBytes:      pick(c.MaxBytes, DefaultMaxBytes),
+		tenantRecords: pick(int64(c.TenantMaxRecords), 0),
+		tenantBytes:   pick(c.TenantMaxBytes, 0),
+		tenants:       map[string]*usage{},
+	}
+}
+
+// admit returns nil when a new record of size bytes for tenant fits, and
+// otherwise an error wrapping ErrTenantFull or ErrFull.
+func (q *quota) admit(tenant string, size int64) error {
+	u := q.tenants[tenant]
+	if u == nil {
+		u = &usage{}
+	}
+	if (q.tenantRecords > 0 && u.records+1 > q.tenantRecords) || (q.tenantBytes > 0 && u.bytes+size > q.tenantBytes) {
+		return fmt.Errorf("%w: the tenant holds %d records, %d bytes", ErrTenantFull, u.records, u.bytes)
+	}
+	if (q.maxRecords > 0 && q.records+1 > q.maxRecords) || (q.maxBytes > 0 && q.bytes+size > q.maxBytes) {
+		return fmt.Errorf("%w: %d records, %d bytes", ErrFull, q.records, q.bytes)
+	}
+	return nil
+}
+
+// add counts n records and size bytes more (or fewer, when negative) for
+// tenant.
+func (q *quota) add(tenant string, n, size int64) {
+	u := q.tenants[tenant]
+	if u == nil {
+		u = &usage{}
+		q.tenants[tenant] = u
+	}
+	u.records += n
+	u.bytes += size
+	q.records += n
+	q.bytes += size
+	if u.records <= 0 {
+		delete(q.tenants, tenant)
+	}
+}
+
+// recordSize estimates what rec costs in memory.
+func recordSize(rec *Record) int64 {
+	n := recordOverhead + len(rec.Key.Tenant) + len(rec.Key.Operation) + len(rec.Key.Key) +
+		len(rec.Fingerprint) + len(rec.Owner) + len(rec.Reason)
+	for _, a := range rec.Attempts {
+		n += 64 + len(a.Class) + len(a.Owner)
+	}
+	if o := rec.Outcome; o != nil {
+		n += 64 + len(o.Body) + len(o.BodyHash)
+		for k, vs := range o.Header {
+			n += len(k) + 16
+			for _, v := range vs {
+				n += len(v) + 16
+			}
+		}
+	}
+	return int64(n)
+}
+
+// track sets e's accounted size to what its record costs now. track
+// requires that m.mu is held.
+func (m *Memory) track(e *memoryEntry) {
+	size := recordSize(&e.rec)
+	m.quota.add(e.rec.Key.Tenant, 0, size-e.size)
+	e.size = size
+}
+
+// drop removes k's entry and its share of the caps. drop requires that
+// m.mu is held.
+func (m *Memory) drop(k Key, e *memoryEntry) {
+	delete(m.entries, k)
+	m.quota.add(k.Tenant, -1, -e.size)
+}
+
+// admit returns nil when a new record for req fits the caps, first
+// dropping, at most once per fullSweepEvery, every expired record and every
+// failed one whose lease is over (a failed action may run again anyway, so
+// forgetting it loses nothing). It never drops a record in progress,
+// completed or uncertain: that would let an effect happen twice. admit
+// requires that m.mu is held.
+func (m *Memory) admit(req ReserveRequest, now time.Time) error {
+	size := recordSize(&Record{Key: req.Key, Fingerprint: m.cfg.FingerprintKeys.Seal(req.Fingerprint), Owner: req.Owner,
+		Attempts: []Attempt{{Class: VerdictCreated.String(), Owner: req.Owner}}})
+	err := m.quota.admit(req.Key.Tenant, size)
+	if err == nil || now.Sub(m.quota.sweptAt) < fullSweepEvery && !m.quota.sweptAt.IsZero() {
+		return err
+	}
+	m.quota.sweptAt = now
+	for k, e := range m.entries {
+		if now.After(e.rec.ExpiresAt) || (e.rec.State == StateFailed && !now.Before(e.rec.LeaseUntil)) {
+			m.drop(k, e)
+		}
+	}
+	return m.quota.admit(req.Key.Tenant, size)
+}

@@ -1,0 +1,102 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestMemoryFloodBounded pins issue 16 finding 4: ledger.Memory, the
+// middleware's default store, had no cap, so 100k distinct keys with 1 KiB
+// replies added 162 MiB for 24 hours. Under a flood of distinct keys with
+// large replies it now stops at its byte cap, answers ErrFull, and the heap
+// stays near the cap.
+func TestMemoryFloodBounded(t *testing.T) {
+	const maxBytes = 8 << 20
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	m := NewMemory(MemoryConfig{Now: clock.Now, MaxBytes: maxBytes})
+	body := make([]byte, 32<<10)
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	stored, full := 0, 0
+	for i := range 4000 { // 4000 x 32 KiB = 125 MiB unbounded
+		k := Key{Tenant: "mallory", Operation: "POST /things", Key: fmt.Sprint("k", i)}
+		res, err := m.Reserve(t.Context(), ReserveRequest{Key: k, Fingerprint: "fp"})
+		if errors.Is(err, ErrFull) {
+			full++
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Complete(t.Context(), k, res.Token, Outcome{Status: 201, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+		stored++
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if full == 0 || m.quota.bytes > maxBytes+int64(len(body))+recordOverhead*4 {
+		t.Fatalf("stored %d, refused %d, accounted %d bytes; want refusals and at most about %d bytes", stored, full, m.quota.bytes, maxBytes)
+	}
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 3*maxBytes {
+		t.Errorf("heap grew %d MiB under a %d MiB cap", grew>>20, maxBytes>>20)
+	}
+	t.Logf("stored %d records (%d MiB accounted), refused %d", stored, m.quota.bytes>>20, full)
+}
+
+// TestMemoryFullNeverEvictsInProgress: a store at MaxRecords refuses a new
+// action with ErrFull and keeps every record in progress; once records
+// expire, it drops them and admits again.
+func TestMemoryFullNeverEvictsInProgress(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	m := NewMemory(MemoryConfig{Now: clock.Now, MaxRecords: 10})
+	key := func(i int) Key { return Key{Operation: "op", Key: fmt.Sprint(i)} }
+	for i := range 10 {
+		if _, err := m.Reserve(t.Context(), ReserveRequest{Key: key(i), Lease: time.Minute, Retention: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(2 * time.Second) // past the full scan's spacing
+	if _, err := m.Reserve(t.Context(), ReserveRequest{Key: key(10)}); !errors.Is(err, ErrFull) {
+		t.Fatalf("Reserve in a full store: %v, want ErrFull", err)
+	}
+	for i := range 10 {
+		if r, err := m.Get(t.Context(), key(i)); err != nil || r.State != StateInProgress {
+			t.Fatalf("record %d: %v %v; want it kept in progress", i, r.State, err)
+		}
+	}
+	// Existing actions still answer: a retry of one is pending, not full.
+	if res, err := m.Reserve(t.Context(), ReserveRequest{Key: key(3)}); err != nil || res.Verdict != VerdictPending {
+		t.Fatalf("retry of a held action: %v %v", res.Verdict, err)
+	}
+	clock.Advance(2 * time.Hour)
+	if _, err := m.Reserve(t.Context(), ReserveRequest{Key: key(10)}); err != nil {
+		t.Fatalf("Reserve after every record expired: %v", err)
+	}
+	if _, err := m.Sweep(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if m.quota.records != 1 || m.quota.bytes != m.entries[key(10)].size {
+		t.Errorf("store counts %d records, %d bytes; want the one live record", m.quota.records, m.quota.bytes)
+	}
+}
+
+// TestMemoryTenantQuota: one tenant at its quota gets ErrTenantFull (which
+// is also ErrFull), another tenant is still served.
+func TestMemoryTenantQuota(t *testing.T) {
+	m := NewMemory(MemoryConfig{TenantMaxRecords: 3})
+	for i := range 4 {
+		_, err := m.Reserve(t.Context(), ReserveRequest{Key: Key{Tenant: "mallory", Operation: "op", Key: fmt.Sprint(i)}})
+		if want := i == 3; errors.Is(err, ErrTenantFull) != want || (want && !errors.Is(err, ErrFull)) {
+			t.Fatalf("reserve %d of mallory: %v", i, err)
+		}
+	}
+	if _, err := m.Reserve(t.Context(), ReserveRequest{Key: Key{Tenant: "alice", Operation: "op", Key: "0"}}); err != nil {
+		t.Fatalf("alice refused because of mallory: %v", err)
+	}
+}

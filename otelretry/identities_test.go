@@ -1,0 +1,99 @@
+package otelretry_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/limiter"
+	"github.com/retrybudget/retrybudget/otelretry"
+)
+
+// TestObserversKeepIdentitiesOut pins issue 16 finding 3: LogObserver
+// logged tenant= and action=, and the limiter boundary (the host and an
+// unkeyed hash of the Authorization header, from which a Basic password
+// was recovered by guessing), and otelretry exported the boundary as a
+// metric label and span attribute and the idempotency key on spans. With
+// the defaults, one call that goes through the ledger, the limiter, a
+// cooldown and a retry leaves none of them in the captured log, metrics
+// or spans; the opt-in shows them.
+func TestObserversKeepIdentitiesOut(t *testing.T) {
+	const (
+		tenant    = "acct_7Hq2secret"
+		actionKey = "order-4242-card-4242"
+		authz     = "Basic YWxpY2U6aHVudGVyMg==" // alice:hunter2
+	)
+	act := retrybudget.Action{Tenant: tenant, Operation: "charge", Key: actionKey}
+	sum := sha256.Sum256([]byte(authz))
+	probe, _ := http.NewRequest("POST", "http://example.com/", nil)
+	probe.Header.Set("Authorization", authz)
+	_, credHash, _ := strings.Cut(limiter.ByCredential()(probe), "#")
+	secrets := map[string]string{
+		"tenant": tenant, "action key": actionKey, "idempotency key": act.IdempotencyKey(),
+		"credential": authz, "unkeyed SHA-256 of the credential": hex.EncodeToString(sum[:])[:16],
+		"boundary credential hash": credHash,
+	}
+
+	capture := func(ids retrybudget.Identities) string {
+		h := newHarness(t, otelretry.Config{Identities: ids})
+		var logs bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		srv := server(t, "429:0", "503", "200")
+		tr := retrybudget.New(retrybudget.Config{
+			Base: srv.Client().Transport, BaseDelay: time.Millisecond, KeysHonoured: true,
+			Observer: retrybudget.Observers(h.tel.Observer(), retrybudget.LogObserver(logger, ids)),
+			Limiter:  &stepLimiter{waits: []time.Duration{time.Millisecond}},
+			Boundary: limiter.ByCredential(),
+			Ledger:   retrybudget.LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})},
+		})
+		ctx, parent := h.tp.Tracer("caller").Start(retrybudget.WithAction(context.Background(), act), "charge")
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/charges", strings.NewReader(`{"amount":1999}`))
+		req.Header.Set("Authorization", authz)
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		parent.End()
+
+		var out strings.Builder
+		out.WriteString(logs.String())
+		for name, m := range h.metrics(t) {
+			fmt.Fprintf(&out, "%s %+v\n", name, m.Data)
+		}
+		for _, s := range h.spans.Ended() {
+			fmt.Fprintf(&out, "%s %v\n", s.Name(), s.Attributes())
+			for _, e := range s.Events() {
+				fmt.Fprintf(&out, "%s %v\n", e.Name, e.Attributes)
+			}
+		}
+		return out.String()
+	}
+
+	got := capture(retrybudget.Identities{})
+	for what, s := range secrets {
+		if strings.Contains(got, s) {
+			t.Errorf("default output holds the %s %q", what, s)
+		}
+	}
+	if !strings.Contains(got, "boundary") || !strings.Contains(got, "retrybudget.cooldown") {
+		t.Fatalf("the capture saw no limiter events; it proves nothing:\n%s", got)
+	}
+	shown := capture(retrybudget.Identities{ShowIdentities: true})
+	for _, what := range []string{"tenant", "action key", "boundary credential hash"} {
+		if !strings.Contains(shown, secrets[what]) {
+			t.Errorf("ShowIdentities did not show the %s", what)
+		}
+	}
+}
