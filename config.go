@@ -178,7 +178,7 @@ func (c Config) withDefaults() Config {
 		c.LedgerLease = ledger.DefaultLease
 	}
 	if c.Classifier == nil {
-		c.Classifier = DefaultClassifier{}
+		c.Classifier = DefaultClassifier{KeyHeader: c.KeyHeader}
 	}
 	return c
 }

@@ -429,7 +429,7 @@ func Example_logObserver() {
 		},
 	}))
 	provider := &logScript{steps: []func(*http.Request) (*http.Response, error){
-		logAnswer(503),
+		logAnswer(503, "Retry-After", "0"),
 		logAnswer(429, "Retry-After", "0"),
 		logAnswer(422),
 	}}
