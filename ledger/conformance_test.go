@@ -48,6 +48,8 @@ var conformance = []struct {
 	{"ConcurrentReserveOneWins", testConcurrentReserve},
 	{"InvalidRequests", testInvalidRequests},
 	{"CanceledContext", testCanceledContext},
+	{"ReserveRecognisesItsOwnGrant", testReserveRecognisesItsOwnGrant},
+	{"UnmarkedGrantIsProvablyUnsent", testUnmarkedGrantIsProvablyUnsent},
 }
 
 // runConformance runs the suite against stores made by newHarness.

@@ -35,6 +35,11 @@ type Memory struct {
 type memoryEntry struct {
 	rec   Record
 	token int64
+	// nonce, granted and promised describe the current grant: the
+	// request's Nonce, the Verdict it got, and its MarksSending.
+	nonce    string
+	granted  Verdict
+	promised bool
 }
 
 // NewMemory returns an empty Memory store.
@@ -75,8 +80,15 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		in.State = e.rec.State
 		in.StoredFingerprint = e.rec.Fingerprint
 		in.LeaseExpired = e.rec.State == StateInProgress && !now.Before(e.rec.LeaseUntil)
+		in.Regrant = req.Nonce != "" && e.nonce == req.Nonce
+		in.Granted = e.granted
+		in.Unsent = e.promised && !e.rec.Sending
 	}
 	res := Reservation{Decision: Resolve(in)}
+	if in.Regrant && e.rec.State == StateInProgress && res.Verdict == e.granted {
+		res.Token, res.Record = e.token, e.rec.clone()
+		return res, nil
+	}
 
 	if res.Verdict == VerdictCreated {
 		e = &memoryEntry{
@@ -91,6 +103,7 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		m.entries[req.Key] = e
 	}
 	if res.Verdict.Owns() {
+		e.nonce, e.granted, e.promised = req.Nonce, res.Verdict, req.MarksSending
 		e.token++
 		e.rec.State = StateInProgress
 		e.rec.Owner = req.Owner
@@ -191,6 +204,22 @@ func (m *Memory) Fail(ctx context.Context, k Key, token int64, f Failure) error 
 	}
 	e.rec.LeaseUntil = time.Time{}
 	e.rec.Reason = f.Reason
+	return nil
+}
+
+// MarkSending implements Store.
+func (m *Memory) MarkSending(ctx context.Context, k Key, token int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, err := m.owned(k, token, now)
+	if err != nil {
+		return err
+	}
+	e.rec.Sending = true
 	return nil
 }
 
