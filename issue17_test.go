@@ -1,11 +1,14 @@
 package retrybudget
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -212,3 +215,26 @@ func Test503OnUnkeyedPOSTIsNotRetriedWithoutRetryAfter(t *testing.T) {
 // AttemptResult.Repeatable to the Classifier, and decide and record ask the
 // Classification (retryable, mayHaveApplied) instead of its Class.
 const callLoopIssue17 = false
+
+func TestLogObserverKeepsKeysAndTenantsOutOfLogs(t *testing.T) {
+	// Regression (issue 17 item 14): the Transport logged the raw key and
+	// tenant while the inbound middleware logged a hash; one rule now:
+	// hashes only.
+	var buf bytes.Buffer
+	obs := LogObserver(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	req, _ := http.NewRequest("POST", "https://api.example.com/v1/charges", nil)
+	act := Action{Tenant: "tenant-secret", Operation: "charge", Key: "order-secret"}
+	obs.Attempt(AttemptEvent{Request: req, Attempt: 1, Key: "key-secret", Class: ClassServer})
+	obs.GiveUp(GiveUpEvent{Request: req, Outcome: Outcome{Key: "key-secret", Reason: ErrUncertain}})
+	obs.Ledger(LedgerEvent{Request: req, Action: act, Verdict: "conflict"})
+	obs.Ledger(LedgerEvent{Request: req, Action: act, Verdict: "complete", Err: errors.New("down")})
+	out := buf.String()
+	for _, raw := range []string{"tenant-secret", "order-secret", "key-secret"} {
+		if strings.Contains(out, raw) {
+			t.Errorf("log carries %q:\n%s", raw, out)
+		}
+	}
+	if id := ledger.Key(act).ID()[:16]; strings.Count(out, id) != 2 {
+		t.Errorf("ledger records do not name the action by its ID %s, as the middleware does:\n%s", id, out)
+	}
+}

@@ -2,8 +2,12 @@ package retrybudget
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
+
+	"github.com/retrybudget/retrybudget/ledger"
 )
 
 // LogObserver returns an Observer that writes the Transport's events to
@@ -15,11 +19,17 @@ import (
 // and the other ledger verdicts at Info; give-ups, refused retries and the
 // ledger's conflict and uncertain verdicts at Warn; ledger store failures at
 // Error. Each record carries the request's method, host (the URL host) and
-// path, then the event's own attributes: attempt, attempts, key (the
-// idempotency key, which names an action and grants nothing), class, status,
-// duration, error, delay, retry_after, reason, retry_at, maybe_applied,
-// destination, boundary, wait, until, and for the ledger tenant, operation,
-// action (the Action's key), verdict, op and decision.
+// path, then the event's own attributes: attempt, attempts, key, class,
+// status, duration, error, delay, retry_after, reason, retry_at,
+// maybe_applied, destination, boundary, wait, until, and for the ledger
+// operation, action, verdict, op and decision.
+//
+// Keys and tenants are logged only as hashes, the one rule the inbound
+// middleware (idempotency) follows too: "key" is the first 16 hex digits of
+// the SHA-256 of the idempotency key sent, and "action" the first 16 of the
+// action's ledger.Key.ID, which hashes tenant, operation and key, so an
+// operator can find the record and match the middleware's logs, while a key
+// a client derived from an order or account number, and the tenant, stay out.
 //
 // Credentials stay out of the logs: no header is logged (Authorization,
 // Cookie and API-key headers among them), nor any body, query string, URL
@@ -198,9 +208,8 @@ func (l logObserver) ledger(ev LedgerEvent) {
 	attrs := make([]slog.Attr, 0, 9)
 	attrs = appendRequestAttrs(attrs, ev.Request)
 	attrs = append(attrs,
-		slog.String("tenant", ev.Action.Tenant),
 		slog.String("operation", ev.Action.Operation),
-		slog.String("action", ev.Action.Key),
+		slog.String("action", ledger.Key(ev.Action).ID()[:16]),
 	)
 	if ev.Err != nil {
 		attrs = append(attrs, slog.String("op", ev.Verdict), slog.String("error", ErrorText(ev.Err)))
@@ -246,5 +255,6 @@ func appendKey(attrs []slog.Attr, key string) []slog.Attr {
 	if key == "" {
 		return attrs
 	}
-	return append(attrs, slog.String("key", key))
+	sum := sha256.Sum256([]byte(key))
+	return append(attrs, slog.String("key", hex.EncodeToString(sum[:8])))
 }
