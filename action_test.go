@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/retrybudget/retrybudget/budget"
 )
 
 func TestIdempotencyKeyIsStableAndDistinct(t *testing.T) {
@@ -106,7 +108,7 @@ func TestConcurrentPostsGetDistinctKeysKeptAcrossRetries(t *testing.T) {
 		}
 		w.WriteHeader(201)
 	})
-	tr, _ := newFakeTransport(Config{Budget: UnlimitedBudget{}}) // every call retries once, by design
+	tr, _ := newFakeTransport(Config{Budget: budget.Unlimited{}}) // every call retries once, by design
 	const n = 20
 	keys := make([]string, n)
 	var wg sync.WaitGroup

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -179,7 +180,7 @@ func testLedgerRepeated429sKeepOneIdentity(t *testing.T, store ledger.Store) {
 		return ""
 	}
 	p.mu.Unlock()
-	tr, _ := newFakeTransport(Config{Ledger: store, MaxAttempts: 2, Budget: UnlimitedBudget{}})
+	tr, _ := newFakeTransport(Config{Ledger: store, MaxAttempts: 2, Budget: budget.Unlimited{}})
 	// First call: two 429s, gives up; the record must survive as failed
 	// (no effect), keeping the action's identity.
 	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
@@ -280,10 +281,10 @@ func ledgerStores(t *testing.T) map[string]func(t *testing.T) ledger.Store {
 	return map[string]func(t *testing.T) ledger.Store{
 		"memory": func(t *testing.T) ledger.Store { return ledger.NewMemory(ledger.MemoryConfig{}) },
 		"redis": func(t *testing.T) ledger.Store {
-			return ledger.NewRedis(redistest.Client(t), ledger.RedisConfig{Prefix: redistest.Prefix(t)})
+			return redistest.Must(ledger.NewRedis(redistest.Client(t), ledger.RedisConfig{Prefix: redistest.Prefix(t)}))(t)
 		},
 		"cluster": func(t *testing.T) ledger.Store {
-			return ledger.NewRedis(cluster.Client(t), ledger.RedisConfig{Prefix: redistest.Prefix(t)})
+			return redistest.Must(ledger.NewRedis(cluster.Client(t), ledger.RedisConfig{Prefix: redistest.Prefix(t)}))(t)
 		},
 	}
 }

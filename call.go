@@ -98,7 +98,7 @@ func (c *call) run() (*http.Response, error) {
 			return resp, err
 		}
 	}
-	if th := c.t.cfg.Throttle; th != nil && !th.allow(c.dest, c.t.clock.Now()) {
+	if th := c.t.cfg.Throttle; th != nil && !th.Allow(c.dest, c.t.clock.Now()) {
 		c.out.Class = ClassCapacity
 		return c.giveUp(nil, nil, ErrThrottled, func() {})
 	}
@@ -175,7 +175,7 @@ func (c *call) attempt() attemptResult {
 	c.cooldown(cls)
 	c.ledgerAttempt(cls.Class)
 	if th := c.t.cfg.Throttle; th != nil {
-		th.record(c.dest, c.res.Now, cls.Class == ClassSuccess || cls.Class == ClassBusiness)
+		th.Record(c.dest, c.res.Now, cls.Class == ClassSuccess || cls.Class == ClassBusiness)
 	}
 	if obs := c.t.cfg.Observer.Attempt; obs != nil {
 		ev := AttemptEvent{Request: c.req, Attempt: c.out.Attempts, Key: c.out.Key,

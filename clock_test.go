@@ -40,16 +40,9 @@ func (f *fakeClock) Sleeps() []time.Duration {
 }
 
 // newFakeTransport returns a Transport whose waits go through a fake clock.
-// A nil Budget becomes a default LocalBudget on the same fake clock.
+// The Transport, its routes and its default Budget all run on the fake
+// clock.
 func newFakeTransport(cfg Config) (*Transport, *fakeClock) {
 	fc := newFakeClock()
-	if cfg.Budget == nil {
-		cfg.Budget = newLocalBudget(BudgetConfig{}, fc.Now)
-	}
-	t := New(cfg)
-	t.clock = fc
-	for _, r := range t.routes {
-		r.t.clock = fc
-	}
-	return t, fc
+	return newTransport(cfg, fc), fc
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 )
@@ -74,16 +75,16 @@ type Config struct {
 	MaxDrain int64
 
 	// Budget bounds retries to a fraction of traffic per destination.
-	// Nil means a LocalBudget with the default BudgetConfig (10% of first
-	// attempts, or 10 retries per second, over 10s) for this Transport;
-	// UnlimitedBudget{} turns the bound off.
-	Budget Budget
+	// Nil means a budget.Local with the default budget.Config (10% of
+	// first attempts, or 10 retries per second, over 10s) for this
+	// Transport; budget.Unlimited{} turns the bound off.
+	Budget budget.Budget
 	// Destination names the destination a request counts against in the
 	// Budget and the Throttle. Nil means the request's URL host.
 	Destination func(*http.Request) string
 	// Throttle, when set, rejects a share of new calls locally while the
 	// provider accepts far fewer attempts than are sent. Nil means off.
-	Throttle *AdaptiveThrottle
+	Throttle *budget.Throttle
 
 	// Limiter, when set, is waited on before every attempt, first
 	// attempts and retries alike, and is told to pause a boundary when the
@@ -124,8 +125,9 @@ type Config struct {
 	Observer Observer
 }
 
-// withDefaults returns c with every zero field replaced by its default.
-func (c Config) withDefaults() Config {
+// withDefaults returns c with every zero field replaced by its default; the
+// components it builds by default (the Budget) read the time from clk.
+func (c Config) withDefaults(clk clock) Config {
 	if c.Base == nil {
 		c.Base = http.DefaultTransport
 	}
@@ -163,7 +165,7 @@ func (c Config) withDefaults() Config {
 		c.MaxDrain = DefaultMaxDrain
 	}
 	if c.Budget == nil {
-		c.Budget = NewLocalBudget(BudgetConfig{})
+		c.Budget = budget.NewLocalClock(budget.Config{}, clk.Now)
 	}
 	if c.Destination == nil {
 		c.Destination = hostOf

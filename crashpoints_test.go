@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -37,7 +38,7 @@ func (d *deadWorker) reserve(body string) {
 
 // send delivers the request to the provider, which applies the effect.
 func (d *deadWorker) send(body string) {
-	tr := New(Config{Budget: UnlimitedBudget{}})
+	tr := New(Config{Budget: budget.Unlimited{}})
 	resp, err := chargeTo(d.t, tr, d.p.URL, order, body) // same action: same key
 	if err != nil {
 		d.t.Fatal(err)

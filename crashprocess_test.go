@@ -26,7 +26,7 @@ const childEnv = "RETRYBUDGET_CHILD"
 func childStore(t *testing.T) ledger.Store {
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("RB_REDIS")})
 	t.Cleanup(func() { rdb.Close() })
-	return ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: os.Getenv("RB_PREFIX")})
+	return redistest.Must(ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: os.Getenv("RB_PREFIX")}))(t)
 }
 
 // TestLedgerChild is the child side; it does nothing in a normal run.
@@ -152,7 +152,7 @@ func TestLedgerWorkerSIGKILLedAfterTheEffect(t *testing.T) {
 			close(release)
 
 			rdb := srv.Client(t)
-			store := ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix})
+			store := redistest.Must(ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix}))(t)
 			if r, err := store.Get(context.Background(), ledger.Key(order)); err != nil || r.State != ledger.StateInProgress {
 				t.Fatalf("after the kill: %v %v; want the action in progress", r.State, err)
 			}

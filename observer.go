@@ -3,6 +3,8 @@ package retrybudget
 import (
 	"net/http"
 	"time"
+
+	"github.com/retrybudget/retrybudget/budget"
 )
 
 // Observer receives the Transport's events, for logging and metrics. Each
@@ -70,7 +72,7 @@ type BudgetEvent struct {
 	Destination string
 	// Decision is the budget's answer; Decision.Ratio() is the current
 	// retries per first attempt.
-	Decision BudgetDecision
+	Decision budget.Decision
 }
 
 // AttemptEvent describes one finished attempt.

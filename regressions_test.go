@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -263,7 +264,7 @@ func TestCallStopsRetryingWhenItsLeaseIsTaken(t *testing.T) {
 	p := newProvider(t, status(503))
 	store := stolenStore{ledger.NewMemory(ledger.MemoryConfig{})}
 	tr := New(Config{Ledger: store, LedgerLease: 3 * time.Millisecond, MaxAttempts: 10,
-		BaseDelay: 20 * time.Millisecond, Jitter: -1, Budget: UnlimitedBudget{}})
+		BaseDelay: 20 * time.Millisecond, Jitter: -1, Budget: budget.Unlimited{}})
 	resp, err := send(t, tr, WithAction(context.Background(), order), "POST", p.URL, "x")
 	if err != nil {
 		t.Fatal(err)

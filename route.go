@@ -32,9 +32,9 @@ type route struct {
 	t      *Transport
 }
 
-// newRoutes builds a Transport per Route, inheriting parent's Base and
-// Observer where the Route leaves them zero.
-func newRoutes(parent Config) []route {
+// newRoutes builds a Transport per Route, on clk, inheriting parent's Base
+// and Observer where the Route leaves them zero.
+func newRoutes(parent Config, clk clock) []route {
 	rs := make([]route, 0, len(parent.Routes))
 	for _, r := range parent.Routes {
 		cfg := r.Config
@@ -48,7 +48,7 @@ func newRoutes(parent Config) []route {
 		host := strings.ToLower(r.Host)
 		suffix := strings.HasPrefix(host, "*.")
 		rs = append(rs, route{host: strings.TrimPrefix(host, "*"), suffix: suffix, prefix: r.PathPrefix,
-			t: &Transport{cfg: cfg.withDefaults(), clock: realClock{}}})
+			t: &Transport{cfg: cfg.withDefaults(clk), clock: clk}})
 	}
 	return rs
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
@@ -17,7 +18,7 @@ func TestRouteMatching(t *testing.T) {
 		{Host: "api.stripe.com", PathPrefix: "/v1/refunds"},
 		{Host: "*.example.com"},
 		{Host: "localhost:8080"},
-	}})
+	}}, realClock{})
 	tests := []struct {
 		url  string
 		want int // index of the route; -1 for none
@@ -52,7 +53,7 @@ func TestRoutesApplyTheirOwnPolicy(t *testing.T) {
 		MaxAttempts: 4,
 		Observer:    Observer{Attempt: func(e AttemptEvent) { attempts = append(attempts, e) }},
 		Routes: []Route{{Host: u.Host, PathPrefix: "/payments", Config: Config{
-			MaxAttempts: 2, KeyHeader: "PayPal-Request-Id", Budget: UnlimitedBudget{},
+			MaxAttempts: 2, KeyHeader: "PayPal-Request-Id", Budget: budget.Unlimited{},
 		}}},
 	})
 	resp, err := send(t, tr, context.Background(), "POST", p.URL+"/payments", "x")

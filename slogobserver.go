@@ -141,8 +141,8 @@ func (l logObserver) budget(ev BudgetEvent) {
 		slog.Int64("retries", ev.Decision.Retries),
 		slog.Float64("ratio", ev.Decision.Ratio()),
 	)
-	if ev.Decision.Degraded {
-		attrs = append(attrs, slog.Bool("degraded", true))
+	if ev.Decision.Fallback {
+		attrs = append(attrs, slog.Bool("fallback", true))
 	}
 	l.logger.LogAttrs(ctx, level, msg, attrs...)
 }

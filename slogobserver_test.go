@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 )
@@ -228,11 +229,11 @@ func TestLogObserverEvents(t *testing.T) {
 		name: "budget refusal",
 		emit: func(o retrybudget.Observer) {
 			o.Budget(retrybudget.BudgetEvent{Request: req, Destination: "api.example.com",
-				Decision: retrybudget.BudgetDecision{Deposits: 10, Retries: 1, Degraded: true}})
+				Decision: budget.Decision{Deposits: 10, Retries: 1, Fallback: true}})
 		},
 		level: "WARN", msg: "retrybudget: retry budget refused a retry",
 		attrs: map[string]any{"destination": "api.example.com", "deposits": 10.0, "retries": 1.0,
-			"ratio": 0.1, "degraded": true},
+			"ratio": 0.1, "fallback": true},
 	}, {
 		name: "limiter wait",
 		emit: func(o retrybudget.Observer) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/retrybudget/retrybudget/budget"
 )
 
 // get sends method to url through rt with ctx.
@@ -152,7 +154,7 @@ func TestBackoffIsExponentialAndCapped(t *testing.T) {
 
 func TestJitterStaysInRange(t *testing.T) {
 	p := newProvider(t, status(503))
-	tr, fc := newFakeTransport(Config{Budget: UnlimitedBudget{}, MaxAttempts: 40, BaseDelay: 100 * time.Millisecond, MaxDelay: 100 * time.Millisecond, Jitter: 0.5})
+	tr, fc := newFakeTransport(Config{Budget: budget.Unlimited{}, MaxAttempts: 40, BaseDelay: 100 * time.Millisecond, MaxDelay: 100 * time.Millisecond, Jitter: 0.5})
 	resp, err := send(t, tr, context.Background(), "GET", p.URL, "")
 	if err != nil {
 		t.Fatal(err)

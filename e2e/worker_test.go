@@ -18,6 +18,7 @@ import (
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 )
@@ -71,11 +72,11 @@ func TestWorker(t *testing.T) {
 	defer base.CloseIdleConnections()
 	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{
 		Base:           base,
-		Ledger:         ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix + "led:"}),
+		Ledger:         redistest.Must(ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix + "led:"}))(t),
 		LedgerLease:    2 * time.Second,
 		Limiter:        lim,
 		Boundary:       limiter.ByCredential(),
-		Budget:         budget.NewRedis(rdb, budget.RedisConfig{Prefix: prefix + "bud:"}),
+		Budget:         redistest.Must(budget.NewRedis(rdb, budget.RedisConfig{Prefix: prefix + "bud:"}))(t),
 		KeysHonoured:   true,
 		AttemptTimeout: attemptTimeout,
 		BaseDelay:      20 * time.Millisecond,

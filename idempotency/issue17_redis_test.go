@@ -29,7 +29,10 @@ func TestLostReserveReplyStillRunsTheHandler(t *testing.T) {
 			if err := client.Ping(t.Context()).Err(); err != nil {
 				t.Fatal(err)
 			}
-			store := ledger.NewRedis(client, ledger.RedisConfig{Prefix: redistest.Prefix(t)})
+			store, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: redistest.Prefix(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
 			var runs atomic.Int32
 			h := New(Config{Store: store, Tenant: testTenant, Lease: lease})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				runs.Add(1)

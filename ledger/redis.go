@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/retrybudget/retrybudget/internal/redisstore"
 )
 
 // DefaultPrefix starts every Redis key a Redis store writes when
@@ -69,11 +71,16 @@ type Redis struct {
 }
 
 // NewRedis returns a Redis store using client. The store does not close
-// client.
-func NewRedis(client redis.UniversalClient, cfg RedisConfig) *Redis {
-	prefix := cfg.Prefix
-	if prefix == "" {
-		prefix = DefaultPrefix
+// client. It fails with an error wrapping ErrInvalidConfig for a nil client (or
+// a nil *redis.Client, *redis.ClusterClient or *redis.Ring) and for a
+// Prefix holding '{' or '}'.
+func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
+	if err := redisstore.CheckClient(client); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	prefix, err := redisstore.Prefix(cfg.Prefix, DefaultPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return &Redis{
 		client:   client,
@@ -85,7 +92,7 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) *Redis {
 		complete: redis.NewScript(completeLua),
 		fail:     redis.NewScript(failLua),
 		mark:     redis.NewScript(markLua),
-	}
+	}, nil
 }
 
 // keyName returns the Redis key of k's record.

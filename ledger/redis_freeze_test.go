@@ -20,7 +20,10 @@ func TestReserveLostReplyIsRecognised(t *testing.T) {
 		t.Run(frozen.String(), func(t *testing.T) {
 			client := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 100 * time.Millisecond})
 			t.Cleanup(func() { client.Close() })
-			s := NewRedis(client, RedisConfig{Prefix: redistest.Prefix(t)})
+			s, err := NewRedis(client, RedisConfig{Prefix: redistest.Prefix(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := client.Ping(t.Context()).Err(); err != nil {
 				t.Fatal(err)
 			}

@@ -20,9 +20,35 @@ const redisShort = 150 * time.Millisecond
 // hanging.
 const pollBound = 10 * time.Second
 
+// mustRedis is NewRedis, failing t on an error.
+func mustRedis(t testing.TB, client redis.UniversalClient, cfg RedisConfig) *Redis {
+	t.Helper()
+	s, err := NewRedis(client, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A nil client, or a nil pointer of a go-redis client type, is an error at
+// construction rather than a panic at the first Reserve; so is a prefix
+// with a brace, as in packages limiter and budget.
+func TestNewRedisRefusesABadClientOrPrefix(t *testing.T) {
+	for _, c := range []redis.UniversalClient{nil, (*redis.Client)(nil), (*redis.ClusterClient)(nil), (*redis.Ring)(nil)} {
+		if s, err := NewRedis(c, RedisConfig{}); !errors.Is(err, ErrInvalidConfig) || s != nil {
+			t.Errorf("NewRedis(%T(nil)) = %v, %v; want ErrInvalidConfig", c, s, err)
+		}
+	}
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer c.Close()
+	if _, err := NewRedis(c, RedisConfig{Prefix: "a{b}:"}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("NewRedis with Prefix a{b}: = %v; want ErrInvalidConfig", err)
+	}
+}
+
 func newRedisHarness(client redis.UniversalClient) func(t *testing.T) harness {
 	return func(t *testing.T) harness {
-		s := NewRedis(client, RedisConfig{Prefix: redistest.Prefix(t)})
+		s := mustRedis(t, client, RedisConfig{Prefix: redistest.Prefix(t)})
 		return harness{
 			Store:   s,
 			advance: func(t *testing.T, d time.Duration) { waitServerTime(t, client, d) },
@@ -124,7 +150,7 @@ func testSweepEveryMaster(t *testing.T, client *redis.ClusterClient) {
 func TestRedisKeyLayout(t *testing.T) {
 	client := redistest.Client(t)
 	prefix := redistest.Prefix(t)
-	s := NewRedis(client, RedisConfig{Prefix: prefix})
+	s := mustRedis(t, client, RedisConfig{Prefix: prefix})
 	k := Key{Tenant: "acme", Operation: "charge", Key: "sk_live_secret-ish"}
 	if _, err := s.Reserve(t.Context(), ReserveRequest{Key: k, Fingerprint: fpA, Retention: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -143,7 +169,7 @@ func TestRedisKeyLayout(t *testing.T) {
 	if err != nil || ttl <= 59*time.Minute || ttl > time.Hour {
 		t.Fatalf("PTTL = %s, %v; want about the retention", ttl, err)
 	}
-	if NewRedis(client, RedisConfig{}).keyName(k) != DefaultPrefix+"{"+k.ID()+"}" {
+	if mustRedis(t, client, RedisConfig{}).keyName(k) != DefaultPrefix+"{"+k.ID()+"}" {
 		t.Fatal("zero Prefix does not mean DefaultPrefix")
 	}
 }
@@ -152,7 +178,7 @@ func TestRedisKeyLayout(t *testing.T) {
 // guess.
 func TestRedisCorruptRecord(t *testing.T) {
 	client := redistest.Client(t)
-	s := NewRedis(client, RedisConfig{Prefix: redistest.Prefix(t)})
+	s := mustRedis(t, client, RedisConfig{Prefix: redistest.Prefix(t)})
 	for _, st := range []string{"bogus", "absent"} {
 		k := Key{Key: st}
 		if err := client.HSet(t.Context(), s.keyName(k), "st", st, "fp", fpA, "ca", "1", "ea", "1", "lu", "0", "na", "0").Err(); err != nil {
@@ -176,7 +202,7 @@ func TestRedisCorruptRecord(t *testing.T) {
 func TestRedisScriptCacheFlushed(t *testing.T) {
 	srv := redistest.Start(t) // private: SCRIPT FLUSH is server-wide
 	client := srv.Client(t)
-	s := NewRedis(client, RedisConfig{})
+	s := mustRedis(t, client, RedisConfig{})
 	res, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA})
 	if err != nil {
 		t.Fatal(err)

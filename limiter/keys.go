@@ -4,8 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strings"
 	"sync"
+
+	"github.com/retrybudget/retrybudget/internal/redisstore"
 )
 
 // DefaultPrefix is the Redis key prefix used when RedisConfig.Prefix is
@@ -26,14 +27,13 @@ type keyspace struct {
 	prefix string
 }
 
-// newKeyspace validates prefix: a brace in it would move the hash tag off
-// the boundary and pin every boundary to one slot.
+// newKeyspace applies the key-prefix rule (redisstore.Prefix): a brace in
+// prefix would move the hash tag off the boundary and pin every boundary to
+// one slot.
 func newKeyspace(prefix string) (keyspace, error) {
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
-	if strings.ContainsAny(prefix, "{}") {
-		return keyspace{}, fmt.Errorf("%w: Prefix %q must not contain '{' or '}'", ErrInvalidConfig, prefix)
+	prefix, err := redisstore.Prefix(prefix, DefaultPrefix)
+	if err != nil {
+		return keyspace{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return keyspace{prefix: prefix}, nil
 }

@@ -23,7 +23,7 @@
 //	retrybudget.attempt.duration  Float64Histogram    s           as retrybudget.attempts
 //	retrybudget.retries           Int64Counter        {retry}     http.request.method, server.address, retrybudget.class²
 //	retrybudget.giveups           Int64Counter        {call}      http.request.method, server.address, retrybudget.class, retrybudget.reason, retrybudget.maybe_applied
-//	retrybudget.budget.refusals   Int64Counter        {retry}     retrybudget.destination, retrybudget.budget.degraded
+//	retrybudget.budget.refusals   Int64Counter        {retry}     retrybudget.destination, retrybudget.budget.fallback
 //	retrybudget.limiter.wait      Float64Histogram    s           retrybudget.boundary, retrybudget.limiter.reason¹, retrybudget.limiter.fallback
 //	retrybudget.cooldowns         Int64Counter        {cooldown}  retrybudget.boundary
 //	retrybudget.ledger.replays    Int64Counter        {action}    http.request.method, server.address, retrybudget.operation

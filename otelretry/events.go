@@ -69,7 +69,7 @@ func (t *Telemetry) budget(ev retrybudget.BudgetEvent) {
 	ctx := contextOf(ev.Request)
 	attrs := []attribute.KeyValue{
 		DestinationKey.String(ev.Destination),
-		DegradedKey.Bool(ev.Decision.Degraded),
+		BudgetFallbackKey.Bool(ev.Decision.Fallback),
 	}
 	t.m.refusals.Add(ctx, 1, metric.WithAttributes(attrs...))
 	t.event(ctx, "retrybudget.budget.refusal", attrs...)
@@ -82,7 +82,7 @@ func (t *Telemetry) limited(ev retrybudget.LimitEvent) {
 	if ev.Decision.Reason != "" {
 		attrs = append(attrs, LimiterReasonKey.String(string(ev.Decision.Reason)))
 	}
-	attrs = append(attrs, FallbackKey.Bool(ev.Decision.Fallback))
+	attrs = append(attrs, LimiterFallbackKey.Bool(ev.Decision.Fallback))
 	t.m.limiterWait.Record(ctx, ev.Wait.Seconds(), metric.WithAttributes(attrs...))
 	t.event(ctx, "retrybudget.limiter.wait", append(attrs, DelayKey.Float64(ev.Wait.Seconds()))...)
 }

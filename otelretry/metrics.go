@@ -23,17 +23,17 @@ const (
 	MaybeAppliedKey = attribute.Key("retrybudget.maybe_applied")
 	// DestinationKey is the retry budget's destination.
 	DestinationKey = attribute.Key("retrybudget.destination")
-	// DegradedKey reports that a shared budget was unreachable and its
-	// fallback decided.
-	DegradedKey = attribute.Key("retrybudget.budget.degraded")
+	// BudgetFallbackKey reports that a shared budget was unreachable and
+	// its local fallback decided.
+	BudgetFallbackKey = attribute.Key("retrybudget.budget.fallback")
 	// BoundaryKey is the rate limiter boundary.
 	BoundaryKey = attribute.Key("retrybudget.boundary")
 	// LimiterReasonKey is the check that made the limiter refuse: rate,
 	// owner or cooldown.
 	LimiterReasonKey = attribute.Key("retrybudget.limiter.reason")
-	// FallbackKey reports that the limiter's decision came from its local
-	// fallback.
-	FallbackKey = attribute.Key("retrybudget.limiter.fallback")
+	// LimiterFallbackKey reports that the limiter's decision came from its
+	// local fallback.
+	LimiterFallbackKey = attribute.Key("retrybudget.limiter.fallback")
 	// DelayKey is a retry's wait in seconds; only on span events.
 	DelayKey = attribute.Key("retrybudget.delay")
 	// RetryAfterKey is the wait the provider asked for in seconds; only

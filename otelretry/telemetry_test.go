@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/otelretry"
 )
@@ -174,7 +175,7 @@ func TestBudgetRefusal(t *testing.T) {
 	srv := server(t, "503")
 	_, err := do(t, context.Background(), srv, retrybudget.Config{
 		Observer: h.tel.Observer(),
-		Budget:   retrybudget.NewLocalBudget(retrybudget.BudgetConfig{Percent: -1, MinRetriesPerSec: -1}),
+		Budget:   budget.NewLocal(budget.Config{Percent: -1, MinRetriesPerSec: -1}),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +187,7 @@ func TestBudgetRefusal(t *testing.T) {
 		attrs []attribute.KeyValue
 		want  int64
 	}{
-		{"retrybudget.budget.refusals", []attribute.KeyValue{dest, otelretry.DegradedKey.Bool(false)}, 1},
+		{"retrybudget.budget.refusals", []attribute.KeyValue{dest, otelretry.BudgetFallbackKey.Bool(false)}, 1},
 		{"retrybudget.giveups", []attribute.KeyValue{otelretry.ReasonKey.String("budget_exhausted"), classCapacity}, 1},
 		{"retrybudget.attempts", nil, 1},
 		{"retrybudget.retries", nil, 0},
@@ -212,7 +213,7 @@ func TestLimiterWaitAndCooldown(t *testing.T) {
 	ms := h.metrics(t)
 	boundary := otelretry.BoundaryKey.String(strings.TrimPrefix(srv.URL, "http://"))
 	n, sum := histogram(t, ms, "retrybudget.limiter.wait", boundary, otelretry.LimiterReasonKey.String("rate"),
-		otelretry.FallbackKey.Bool(false))
+		otelretry.LimiterFallbackKey.Bool(false))
 	if n != 2 || sum < 0.0049 || sum > 0.0051 {
 		t.Errorf("retrybudget.limiter.wait: count %d, sum %vs; want 2 and 0.005s", n, sum)
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 )
 
 // DefaultAttemptDuration is how long a failing attempt is assumed to take
@@ -18,7 +19,7 @@ const DefaultFirstAttemptsPerSec = 100
 
 // Policy is the retry policy a Plan is made for, and what the Plan assumes
 // of the provider and of the traffic. Its policy fields mean what the
-// retrybudget.Config and retrybudget.BudgetConfig fields of the same names
+// retrybudget.Config and budget.Config fields of the same names
 // mean, zero values and clamps included, so a Policy built with FromConfig
 // has the Transport's waits.
 type Policy struct {
@@ -39,9 +40,9 @@ type Policy struct {
 	Deadline time.Duration
 
 	// Budget is the retry budget's rule. Its zero fields take the
-	// BudgetConfig defaults (10%, 10 retries per second, 10s).
-	Budget retrybudget.BudgetConfig
-	// NoBudget models retrybudget.UnlimitedBudget: every retry is allowed.
+	// budget.Config defaults (10%, 10 retries per second, 10s).
+	Budget budget.Config
+	// NoBudget models budget.Unlimited: every retry is allowed.
 	NoBudget bool
 
 	// AttemptDuration is how long every failing attempt is assumed to
@@ -54,7 +55,7 @@ type Policy struct {
 	RetryAfter time.Duration
 	// FirstAttemptsPerSec is the rate of first attempts to the
 	// destination, counted where the budget counts them: one process for
-	// a LocalBudget, the fleet for a shared budget (package budget). Zero
+	// a budget.Local, the fleet for a shared budget (package budget). Zero
 	// or less means DefaultFirstAttemptsPerSec.
 	FirstAttemptsPerSec float64
 }
@@ -62,9 +63,9 @@ type Policy struct {
 // FromConfig returns the Policy of cfg: its backoff, attempts, waits and
 // deadline, with cfg.AttemptTimeout as the AttemptDuration (zero, as in a
 // Config without one, then means DefaultAttemptDuration). A nil Budget is
-// the default rule and UnlimitedBudget sets NoBudget; any other Budget
-// keeps its rule to itself (a LocalBudget does not export its
-// BudgetConfig), so the Policy assumes the default rule and the caller
+// the default rule and budget.Unlimited sets NoBudget; any other Budget
+// keeps its rule to itself (a budget.Local does not export its
+// budget.Config), so the Policy assumes the default rule and the caller
 // should set Budget to what it built the Budget with.
 func FromConfig(cfg retrybudget.Config) Policy {
 	p := Policy{
@@ -77,7 +78,7 @@ func FromConfig(cfg retrybudget.Config) Policy {
 		AttemptDuration: cfg.AttemptTimeout,
 	}
 	switch cfg.Budget.(type) {
-	case retrybudget.UnlimitedBudget, *retrybudget.UnlimitedBudget:
+	case budget.Unlimited, *budget.Unlimited:
 		p.NoBudget = true
 	}
 	return p
@@ -110,9 +111,9 @@ func (p Policy) WithDefaults() Policy {
 		p.MaxWait = retrybudget.DefaultMaxWait
 	}
 	p.Deadline = max(p.Deadline, 0)
-	// The rule in force, "none" as zero, exactly as a LocalBudget applies it.
+	// The rule in force, "none" as zero, exactly as a budget.Local applies it.
 	r := p.Budget.Rule()
-	p.Budget = retrybudget.BudgetConfig{Percent: r.Percent, MinRetriesPerSec: r.MinRetriesPerSec, Window: r.Window}
+	p.Budget = budget.Config{Percent: r.Percent, MinRetriesPerSec: r.MinRetriesPerSec, Window: r.Window}
 	switch {
 	case p.AttemptDuration == 0:
 		p.AttemptDuration = DefaultAttemptDuration

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
@@ -139,7 +140,7 @@ func client(t *testing.T, f *fake, route retrybudget.Route, lim *recorder, adjus
 	route.Config.MaxDelay = 5 * time.Millisecond
 	route.Config.Jitter = -1
 	route.Config.MaxWait = 100 * time.Millisecond
-	route.Config.Budget = retrybudget.UnlimitedBudget{}
+	route.Config.Budget = budget.Unlimited{}
 	if lim != nil {
 		route.Config.Limiter = lim
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 )
 
 // TestPlanGolden compares the whole text output for fixed inputs. Every
@@ -108,7 +108,7 @@ amplification in a total outage: 1.1 attempts per call with the budget, 3 withou
   deadline         10s
   attempt timeout  none (every failing attempt assumed to take 1s)
   retry-after      1m30s on every failure (assumed)
-  budget           none (UnlimitedBudget)
+  budget           none (budget.Unlimited)
   first attempts   100/s (assumed)
 
 attempt  wait before it  earliest start  latest start  fits 10s deadline
@@ -278,12 +278,12 @@ func TestBudgetNote(t *testing.T) {
 	if n := budgetNote(nil); n != "" {
 		t.Errorf("nil Budget: %q", n)
 	}
-	if n := budgetNote(retrybudget.UnlimitedBudget{}); n != "" {
-		t.Errorf("UnlimitedBudget: %q", n)
+	if n := budgetNote(budget.Unlimited{}); n != "" {
+		t.Errorf("budget.Unlimited: %q", n)
 	}
-	n := budgetNote(retrybudget.NewLocalBudget(retrybudget.BudgetConfig{Percent: 0.5}))
-	if !strings.Contains(n, "*retrybudget.LocalBudget") || !strings.Contains(n, "default rule is assumed") {
-		t.Errorf("LocalBudget: %q", n)
+	n := budgetNote(budget.NewLocal(budget.Config{Percent: 0.5}))
+	if !strings.Contains(n, "*budget.Local") || !strings.Contains(n, "default rule is assumed") {
+		t.Errorf("budget.Local: %q", n)
 	}
 }
 

@@ -1,8 +1,4 @@
-// Package redishealth tracks whether a Redis used for coordination answers,
-// for the packages (limiter, budget) that fall back to a local policy while
-// it does not. An outage costs one timeout per probe interval instead of one
-// per decision, and is logged once when it starts and once when it ends.
-package redishealth
+package redisstore
 
 import (
 	"log/slog"
@@ -11,7 +7,10 @@ import (
 	"time"
 )
 
-// Tracker is the health of one Redis as seen by one component. It is safe
+// Tracker is the health of one Redis as seen by one component, for the
+// packages (limiter, budget) that fall back to a local policy while it does
+// not answer. An outage costs one timeout per probe interval instead of one
+// per decision, and is logged once when it starts and once when it ends. It is safe
 // for concurrent use; construct it with New.
 type Tracker struct {
 	// mu guards down, nextProbe and lastErr.
@@ -29,10 +28,10 @@ type Tracker struct {
 	logger    *slog.Logger  // nil means silent; immutable
 }
 
-// New returns a Tracker for component (the log prefix) that probes a down
+// NewTracker returns a Tracker for component (the log prefix) that probes a down
 // Redis once per interval and logs to logger (nil means silent), naming the
 // fallback policy in force.
-func New(component, policy string, interval time.Duration, logger *slog.Logger) *Tracker {
+func NewTracker(component, policy string, interval time.Duration, logger *slog.Logger) *Tracker {
 	return &Tracker{component: component, policy: policy, interval: interval, logger: logger}
 }
 

@@ -1,9 +1,10 @@
-package retrybudget
+package budget
 
 import "time"
 
-// windowSlots is the number of slots a window is divided into: counts expire
-// one slot at a time, so a window is exact to a tenth of its length.
+// windowSlots is the number of slots a window is divided into, by Local,
+// Throttle and budget.lua alike: counts expire one slot at a time, so a
+// window is exact to a tenth of its length.
 const windowSlots = 10
 
 // window is a sliding window of two counters, a and b, kept in slots. Its

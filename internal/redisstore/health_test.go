@@ -1,4 +1,4 @@
-package redishealth
+package redisstore
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ func TestTracker(t *testing.T) {
 		}
 		return a
 	}}))
-	h := New("limiter", "fail-closed", time.Second, logger)
+	h := NewTracker("limiter", "fail-closed", time.Second, logger)
 	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	boom := errors.New("boom")
 
@@ -51,7 +51,7 @@ func TestTracker(t *testing.T) {
 	}
 
 	// A nil logger is silent, and fine.
-	quiet := New("budget", "fail-open", time.Second, nil)
+	quiet := NewTracker("budget", "fail-open", time.Second, nil)
 	quiet.Failed(t0, boom)
 	quiet.Succeeded()
 	if strings.Contains(buf.String(), "budget") {

@@ -1,4 +1,4 @@
-package retrybudget
+package budget
 
 import (
 	"math/rand/v2"
@@ -22,15 +22,15 @@ type ThrottleConfig struct {
 	Window time.Duration
 }
 
-// AdaptiveThrottle is client-side throttling as described in Google's SRE
+// Throttle is client-side throttling as described in Google's SRE
 // book ("Handling Overload"): per destination, it counts the attempts sent
 // (requests) and those the provider accepted (a success or a business
 // answer: anything but a capacity, server or transport failure). When
 // requests exceed K × accepts it rejects a new call with probability
-// (requests − K×accepts) / (requests + 1), before sending it, with
-// ErrThrottled. Retries are left to the Budget; only first attempts are
-// throttled. It is safe for concurrent use.
-type AdaptiveThrottle struct {
+// (requests − K×accepts) / (requests + 1), before sending it (the
+// Transport then ends the call with ErrThrottled). Retries are left to the
+// Budget; only first attempts are throttled. It is safe for concurrent use.
+type Throttle struct {
 	mu    sync.Mutex // guards dests
 	dests map[string]*throttleCounter
 	cfg   ThrottleConfig
@@ -38,16 +38,16 @@ type AdaptiveThrottle struct {
 	rand func() float64
 }
 
-// NewAdaptiveThrottle returns an AdaptiveThrottle with cfg's zero fields
+// NewThrottle returns an Throttle with cfg's zero fields
 // defaulted.
-func NewAdaptiveThrottle(cfg ThrottleConfig) *AdaptiveThrottle {
+func NewThrottle(cfg ThrottleConfig) *Throttle {
 	if cfg.K <= 0 {
 		cfg.K = DefaultThrottleK
 	}
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultThrottleWindow
 	}
-	return &AdaptiveThrottle{dests: map[string]*throttleCounter{}, cfg: cfg, rand: rand.Float64}
+	return &Throttle{dests: map[string]*throttleCounter{}, cfg: cfg, rand: rand.Float64}
 }
 
 // throttleCounter is one destination's window; a: requests, b: accepts.
@@ -58,14 +58,14 @@ type throttleCounter struct {
 
 // RejectProbability returns the probability that a new call to dest at now
 // is rejected.
-func (t *AdaptiveThrottle) RejectProbability(dest string, now time.Time) float64 {
+func (t *Throttle) RejectProbability(dest string, now time.Time) float64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.probability(dest, now)
 }
 
 // probability requires that t.mu is held.
-func (t *AdaptiveThrottle) probability(dest string, now time.Time) float64 {
+func (t *Throttle) probability(dest string, now time.Time) float64 {
 	c := t.dests[dest]
 	if c == nil {
 		return 0
@@ -75,16 +75,17 @@ func (t *AdaptiveThrottle) probability(dest string, now time.Time) float64 {
 	return max(0, (float64(requests)-t.cfg.K*float64(accepts))/float64(requests+1))
 }
 
-// allow decides whether a new call to dest may be sent at now.
-func (t *AdaptiveThrottle) allow(dest string, now time.Time) bool {
+// Allow decides whether a new call to dest may be sent at now.
+func (t *Throttle) Allow(dest string, now time.Time) bool {
 	t.mu.Lock()
 	p := t.probability(dest, now)
 	t.mu.Unlock()
 	return p == 0 || t.rand() >= p
 }
 
-// record counts one attempt to dest and whether the provider accepted it.
-func (t *AdaptiveThrottle) record(dest string, now time.Time, accepted bool) {
+// Record counts one attempt to dest at now and whether the provider
+// accepted it.
+func (t *Throttle) Record(dest string, now time.Time, accepted bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.dests[dest]
@@ -105,7 +106,7 @@ func (t *AdaptiveThrottle) record(dest string, now time.Time, accepted bool) {
 
 // evict forgets destinations idle for a whole window. evict requires that
 // t.mu is held.
-func (t *AdaptiveThrottle) evict(now time.Time) {
+func (t *Throttle) evict(now time.Time) {
 	for k, c := range t.dests {
 		if now.Sub(c.lastUse) > t.cfg.Window {
 			delete(t.dests, k)
