@@ -188,27 +188,23 @@ func (m *Memory) Complete(ctx context.Context, k Key, token int64, o Outcome) er
 
 // Fail implements Store.
 func (m *Memory) Fail(ctx context.Context, k Key, token int64, f Failure) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	now := m.now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, err := m.owned(k, token, now)
-	if err != nil {
-		return err
-	}
-	e.rec.State = StateFailed
-	if f.EffectPossible {
-		e.rec.State = StateUncertain
-	}
-	e.rec.LeaseUntil = time.Time{}
-	e.rec.Reason = f.Reason
-	return nil
+	return m.change(ctx, k, token, func(e *memoryEntry) {
+		e.rec.State = StateFailed
+		if f.EffectPossible {
+			e.rec.State = StateUncertain
+		}
+		e.rec.LeaseUntil = time.Time{}
+		e.rec.Reason = f.Reason
+	})
 }
 
 // MarkSending implements Store.
 func (m *Memory) MarkSending(ctx context.Context, k Key, token int64) error {
+	return m.change(ctx, k, token, func(e *memoryEntry) { e.rec.Sending = true })
+}
+
+// change applies fn to k's entry under the lock if token is current.
+func (m *Memory) change(ctx context.Context, k Key, token int64, fn func(*memoryEntry)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -219,7 +215,7 @@ func (m *Memory) MarkSending(ctx context.Context, k Key, token int64) error {
 	if err != nil {
 		return err
 	}
-	e.rec.Sending = true
+	fn(e)
 	return nil
 }
 
