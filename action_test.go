@@ -93,7 +93,7 @@ func TestIdempotentMethodsGetNoGeneratedKey(t *testing.T) {
 }
 
 func TestConcurrentPostsGetDistinctKeysKeptAcrossRetries(t *testing.T) {
-	// Each key fails once with 503, then succeeds.
+	// Each key fails once with 503 and Retry-After, then succeeds.
 	var mu sync.Mutex
 	first := map[string]bool{}
 	p := newProvider(t, func(w http.ResponseWriter, r *http.Request) {
@@ -103,6 +103,7 @@ func TestConcurrentPostsGetDistinctKeysKeptAcrossRetries(t *testing.T) {
 		first[k] = true
 		mu.Unlock()
 		if !again {
+			w.Header().Set("Retry-After", "0") // not processed, come back now
 			w.WriteHeader(503)
 			return
 		}

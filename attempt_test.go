@@ -24,7 +24,7 @@ func TestRetryByClass(t *testing.T) {
 		want   want
 	}{
 		{"429 GET retried", "GET", false, status(429), want{2, 200, nil}},
-		{"503 POST retried", "POST", false, status(503), want{2, 200, nil}},
+		{"503 POST with Retry-After retried", "POST", false, status(503, "Retry-After", "1"), want{2, 200, nil}},
 		{"408 POST retried", "POST", false, status(408), want{2, 200, nil}},
 		{"425 POST retried", "POST", false, status(425), want{2, 200, nil}},
 		{"500 GET retried", "GET", false, status(500), want{2, 200, nil}},
@@ -34,7 +34,7 @@ func TestRetryByClass(t *testing.T) {
 		{"502 unkeyed PATCH uncertain", "PATCH", false, status(502), want{1, 502, ErrUncertain}},
 		{"400 never retried", "GET", false, status(400), want{1, 400, ErrRejected}},
 		{"404 never retried", "GET", false, status(404), want{1, 404, ErrRejected}},
-		{"409 keyed never retried", "POST", true, status(409), want{1, 409, ErrRejected}},
+		{"409 unkeyed never retried", "PUT", false, status(409), want{1, 409, ErrRejected}},
 		{"422 never retried", "POST", true, status(422), want{1, 422, ErrRejected}},
 		{"501 never retried", "GET", false, status(501), want{1, 501, ErrRejected}},
 		{"302 is an answer", "GET", false, status(302, "Location", "/elsewhere"), want{1, 302, nil}},

@@ -2,7 +2,6 @@ package retrybudget
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 )
@@ -39,7 +38,7 @@ func prepareBody(req *http.Request, limit int64) (requestBody, error) {
 	buf, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
 	if err != nil {
 		req.Body.Close()
-		return requestBody{}, fmt.Errorf("retrybudget: reading request body: %w", err)
+		return requestBody{}, err
 	}
 	if int64(len(buf)) > limit {
 		rest := &prefixedBody{r: io.MultiReader(bytes.NewReader(buf), req.Body), c: req.Body}

@@ -38,6 +38,11 @@ type AttemptResult struct {
 	Written bool
 	// Now is the time the attempt ended, for resolving Retry-After.
 	Now time.Time
+	// Repeatable reports that the request is safe to repeat: its method
+	// is idempotent, or it carries a key the provider honours (an
+	// Action's, the caller's, or a generated one with
+	// Config.KeysHonoured).
+	Repeatable bool
 }
 
 // Classification is a Classifier's verdict on one attempt.
@@ -55,6 +60,25 @@ type Classification struct {
 	// PauseUntil, when set, pauses the whole limiter boundary until then,
 	// even after a success: a rate-limit header said the quota is spent.
 	PauseUntil time.Time
+	// MaybeApplied reports that the provider may have applied the request
+	// although Class alone says it did not, such as a 503 without
+	// Retry-After, which a gateway may answer after the upstream applied
+	// the request. Such an attempt is retried only when the request is
+	// safe to repeat (an idempotent method or a key the provider honours),
+	// and it makes the Outcome MaybeApplied.
+	MaybeApplied bool
+}
+
+// retryable reports whether the attempt may be retried at all, given
+// whether the request is safe to repeat; a Hint overrides it.
+func (c Classification) retryable(repeatable bool) bool {
+	return c.Class.retryable(repeatable) && (repeatable || !c.MaybeApplied)
+}
+
+// mayHaveApplied reports whether the attempt may have caused an effect at
+// the provider.
+func (c Classification) mayHaveApplied() bool {
+	return c.MaybeApplied || c.Class.mayHaveApplied()
 }
 
 // RetryHint is a provider's explicit advice on retrying an attempt.
@@ -74,22 +98,56 @@ const (
 // DefaultClassifier is the Classifier the Transport uses when Config has
 // none. Its rules are the classification table in the README. The zero value
 // is ready to use.
-type DefaultClassifier struct{}
+//
+// On top of ClassifyStatus it applies two rules that depend on more than
+// the status. A 503 without a usable Retry-After is MaybeApplied: load
+// balancers and gateways (Envoy, cloud load balancers) answer 503 after
+// the upstream applied the request, so only a provider that said when to
+// come back has said it refused the request. A 409 to a repeatable request
+// carrying an idempotency key is ClassServer: under the IETF Idempotency-Key draft
+// (§2.7) and at Stripe it means a request with the same key is still being
+// processed, so it is retried under the same key and never taken as the
+// action's answer. No provider-neutral
+// "should retry" header exists; presets read the providers' own (such as
+// Stripe-Should-Retry).
+type DefaultClassifier struct {
+	// KeyHeader names the idempotency key header. Empty means
+	// DefaultKeyHeader. New sets it to Config.KeyHeader when Config has
+	// no Classifier.
+	KeyHeader string
+}
 
 // Classify implements Classifier.
-func (DefaultClassifier) Classify(a *AttemptResult) Classification {
+func (d DefaultClassifier) Classify(a *AttemptResult) Classification {
 	if a.Response == nil {
 		return Classification{Class: classifyError(a)}
 	}
-	c := Classification{Class: ClassifyStatus(a.Response.StatusCode)}
+	code := a.Response.StatusCode
+	c := Classification{Class: ClassifyStatus(code)}
 	if c.Class == ClassSuccess {
 		return c
 	}
-	if at, ok := retryafter.Parse(a.Response.Header.Get("Retry-After"), a.Now); ok {
+	at, ok := retryafter.Parse(a.Response.Header.Get("Retry-After"), a.Now)
+	if ok {
 		c.RetryAt = at
+	}
+	switch {
+	case code == http.StatusServiceUnavailable && !ok:
+		c.MaybeApplied = true
+	case code == http.StatusConflict && a.Repeatable && d.keyed(a.Request):
+		c.Class = ClassServer
 	}
 	c.Problem = peekProblem(a.Response)
 	return c
+}
+
+// keyed reports whether req carries an idempotency key.
+func (d DefaultClassifier) keyed(req *http.Request) bool {
+	h := d.KeyHeader
+	if h == "" {
+		h = DefaultKeyHeader
+	}
+	return req != nil && req.Header.Get(h) != ""
 }
 
 // ClassifyStatus maps an HTTP status code to its Class.

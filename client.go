@@ -45,7 +45,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req != nil && req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, err
+		return nil, refused(err, nil)
 	}
 	if len(t.routes) > 0 {
 		if rt := match(t.routes, req); rt != nil {
@@ -57,7 +57,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, err
+		if errors.Is(err, ErrInvalidAction) {
+			return nil, refused(ErrInvalidAction, nil)
+		}
+		return nil, refused(ErrBodyUnreadable, err)
 	}
 	return c.run()
 }
@@ -77,11 +80,21 @@ func (t *Transport) CloseIdleConnections() {
 	}
 }
 
+// ErrBodyUnreadable means the request body could not be read to buffer it
+// for retries; nothing was sent. The Cause is the read error.
+var ErrBodyUnreadable = errors.New("retrybudget: request body unreadable")
+
 // Errors for requests the Transport cannot send at all.
 var (
 	errNotNew = errors.New("retrybudget: Transport not created with New")
 	errNilURL = errors.New("retrybudget: nil Request.URL")
 )
+
+// refused is the *Error of a call refused before any attempt: nothing was
+// sent.
+func refused(reason, cause error) error {
+	return &Error{Outcome: Outcome{Class: ClassNotSent, Reason: reason}, Cause: cause}
+}
 
 // check refuses a request that cannot be sent, as net/http does, rather
 // than panicking on it.

@@ -169,7 +169,7 @@ func (c Config) withDefaults(clk clock) Config {
 		c.Ledger.Lease = ledger.DefaultLease
 	}
 	if c.Classifier == nil {
-		c.Classifier = DefaultClassifier{}
+		c.Classifier = DefaultClassifier{KeyHeader: c.KeyHeader}
 	}
 	return c
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func TestObserverSeesEveryEvent(t *testing.T) {
-	p := newProvider(t, status(429, "Retry-After", "1"), status(503))
+	p := newProvider(t, status(429, "Retry-After", "1"), status(503, "Retry-After", "0"))
 	var attempts []AttemptEvent
 	var retries []RetryEvent
 	var giveUps []GiveUpEvent

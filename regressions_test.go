@@ -84,7 +84,7 @@ func TestLedgerDoesNotCompleteAGiveUpOnARetryableAnswer(t *testing.T) {
 	p.mu.Lock()
 	p.fault = func(n int) string {
 		if n <= 2 {
-			return "409"
+			return "422"
 		}
 		return ""
 	}

@@ -46,7 +46,7 @@ func TestRouteMatching(t *testing.T) {
 }
 
 func TestRoutesApplyTheirOwnPolicy(t *testing.T) {
-	p := newProvider(t, status(503))
+	p := newProvider(t, status(503, "Retry-After", "0"))
 	u, _ := url.Parse(p.URL)
 	var attempts []AttemptEvent
 	tr, _ := newFakeTransport(Config{

@@ -2,6 +2,8 @@ package retrybudget
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 
@@ -20,9 +22,11 @@ import (
 // path, then the event's own attributes: attempt, attempts, key (the
 // idempotency key, when identities are shown), class, status,
 // duration, error, delay, retry_after, reason, retry_at, maybe_applied,
-// destination, boundary, wait, until, and for the ledger operation, verdict,
-// op and decision (and tenant and action, the Action's key, when
-// identities are shown).
+// destination, boundary, wait, until, and for the ledger operation, action,
+// verdict, op and decision (and tenant and key, the Action's, when
+// identities are shown). "action" is the first 16 hex digits of the
+// action's ledger.Key.ID, the one rule the inbound middleware (idempotency)
+// follows too, so an operator can find the record and match both logs.
 //
 // Credentials stay out of the logs: no header is logged (Authorization,
 // Cookie and API-key headers among them), nor any body, query string, URL
@@ -208,9 +212,12 @@ func (l logObserver) ledger(ev LedgerEvent) {
 	}
 	attrs := make([]slog.Attr, 0, 9)
 	attrs = appendRequestAttrs(attrs, ev.Request)
-	attrs = append(attrs, slog.String("operation", ev.Action.Operation))
+	attrs = append(attrs,
+		slog.String("operation", ev.Action.Operation),
+		slog.String("action", ev.Action.ID()[:16]),
+	)
 	if l.ids.ShowIdentities {
-		attrs = append(attrs, slog.String("tenant", ev.Action.Tenant), slog.String("action", ev.Action.Key))
+		attrs = append(attrs, slog.String("tenant", ev.Action.Tenant), slog.String("action_key", ev.Action.Key))
 	}
 	if ev.Err != nil {
 		attrs = append(attrs, slog.String("op", ev.Op), slog.String("error", ErrorText(ev.Err)))
@@ -256,5 +263,6 @@ func appendKey(attrs []slog.Attr, key string) []slog.Attr {
 	if key == "" {
 		return attrs
 	}
-	return append(attrs, slog.String("key", key))
+	sum := sha256.Sum256([]byte(key))
+	return append(attrs, slog.String("key", hex.EncodeToString(sum[:8])))
 }

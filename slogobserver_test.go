@@ -163,7 +163,7 @@ func TestLogObserverTransport(t *testing.T) {
 		}
 		common := map[string]any{"method": "POST", "host": host, "path": "/v1/charges"}
 		if !strings.HasPrefix(w.msg, "retrybudget: retry budget") {
-			common["key"] = "order-1042"
+			common["key"] = "bff83cdfb94d8087" // the hashed key
 		}
 		for k, v := range common {
 			w.attrs[k] = v
@@ -203,7 +203,7 @@ func TestLogObserverEvents(t *testing.T) {
 				Err: errors.New("dial tcp: connection refused"), Duration: 3 * time.Millisecond})
 		},
 		level: "DEBUG", msg: "retrybudget: attempt",
-		attrs: map[string]any{"attempt": 2.0, "key": "k", "class": "transport-not-sent",
+		attrs: map[string]any{"attempt": 2.0, "key": "8254c329a92850f6", "class": "transport-not-sent",
 			"error": "dial tcp: connection refused", "duration": float64(3 * time.Millisecond)},
 	}, {
 		name: "retry with Retry-After",
@@ -223,7 +223,7 @@ func TestLogObserverEvents(t *testing.T) {
 				Problem: &retrybudget.Problem{Detail: "card 4242 declined"}}})
 		},
 		level: "WARN", msg: "retrybudget: give up",
-		attrs: map[string]any{"attempts": 4.0, "key": "k", "class": "server", "status": 502.0,
+		attrs: map[string]any{"attempts": 4.0, "key": "8254c329a92850f6", "class": "server", "status": 502.0,
 			"reason": retrybudget.ErrAttemptsExhausted.Error(), "retry_at": "2030-01-02T03:04:05Z", "maybe_applied": true},
 	}, {
 		name: "budget refusal",
@@ -258,7 +258,7 @@ func TestLogObserverEvents(t *testing.T) {
 				Verdict: ledger.VerdictConflict, Path: []string{"record completed", "fingerprint differs"}})
 		},
 		level: "WARN", msg: "retrybudget: ledger decision",
-		attrs: map[string]any{"tenant": "acme", "operation": "refund", "action": "r-9", "verdict": "conflict",
+		attrs: map[string]any{"tenant": "acme", "action_key": "r-9", "operation": "refund", "action": "4d83be8ce2fa69c4", "verdict": "conflict",
 			"decision": []any{"record completed", "fingerprint differs"}},
 	}, {
 		name: "ledger replay",
@@ -267,7 +267,7 @@ func TestLogObserverEvents(t *testing.T) {
 				Verdict: ledger.VerdictReplayed})
 		},
 		level: "INFO", msg: "retrybudget: ledger decision",
-		attrs: map[string]any{"tenant": "acme", "operation": "refund", "action": "r-9", "verdict": "replayed"},
+		attrs: map[string]any{"tenant": "acme", "action_key": "r-9", "operation": "refund", "action": "4d83be8ce2fa69c4", "verdict": "replayed"},
 	}, {
 		name: "ledger store failure",
 		emit: func(o retrybudget.Observer) {
@@ -275,7 +275,7 @@ func TestLogObserverEvents(t *testing.T) {
 				Op: "complete", Err: errors.New("redis: connection pool timeout")})
 		},
 		level: "ERROR", msg: "retrybudget: ledger store failed",
-		attrs: map[string]any{"action": "r-9", "op": "complete", "error": "redis: connection pool timeout"},
+		attrs: map[string]any{"action": "4d83be8ce2fa69c4", "op": "complete", "error": "redis: connection pool timeout"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -392,7 +392,7 @@ func TestLogObserverLedger(t *testing.T) {
 	tr := retrybudget.New(retrybudget.Config{
 		Base:     srv.Client().Transport,
 		Ledger:   retrybudget.LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})},
-		Observer: retrybudget.LogObserver(rec.logger(), showIDs),
+		Observer: retrybudget.LogObserver(rec.logger()),
 	})
 	act := retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
 	for _, body := range []string{`{"amount":100}`, `{"amount":100}`, `{"amount":999}`} {
@@ -410,7 +410,8 @@ func TestLogObserverLedger(t *testing.T) {
 			got = append(got, fmt.Sprint(r["level"], " ", r["verdict"], " ", r["tenant"], " ", r["operation"], " ", r["action"]))
 		}
 	}
-	want := []string{"DEBUG created acme charge order-1", "INFO replayed acme charge order-1", "WARN conflict acme charge order-1"}
+	id := ledger.Key{Tenant: "acme", Operation: "charge", Key: "order-1"}.ID()[:16] // tenant and key only hashed
+	want := []string{"DEBUG created <nil> charge " + id, "INFO replayed <nil> charge " + id, "WARN conflict <nil> charge " + id}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ledger records %q; want %q\n%s", got, want, rec.text())
 	}
@@ -430,7 +431,7 @@ func Example_logObserver() {
 		},
 	}))
 	provider := &logScript{steps: []func(*http.Request) (*http.Response, error){
-		logAnswer(503),
+		logAnswer(503, "Retry-After", "0"),
 		logAnswer(429, "Retry-After", "0"),
 		logAnswer(422),
 	}}

@@ -86,6 +86,13 @@ type Config struct {
 	// nothing is replayed, and a different request under the key is not a
 	// conflict. Zero means the store's ledger.Config.Retention (24 hours
 	// by default). Keep it at least as long as clients retry.
+	//
+	// The record's real lifetime is the later of Retention from creation
+	// and one Lease past the end of its last lease (the store keeps a
+	// record that long so that a server that died holding it is seen as
+	// stuck, not as absent): a request that ran for d lives at least
+	// d + 2*Lease. With Lease 10s, Retention 1s and a quick handler, a key
+	// is still answered at 3 s and runs as new from about 20 s.
 	Retention time.Duration
 	// Lease is how long a running request holds its action before other
 	// requests treat its server as dead. The middleware renews it every

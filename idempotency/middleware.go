@@ -78,6 +78,11 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Lease:        g.s.Lease,
 		Retention:    g.s.Retention,
 		KeysHonoured: g.s.RerunUncertain,
+		// A reply lost after the store wrote the grant must not leave the
+		// request held by itself: a re-send finds its own grant by the
+		// nonce, and a grant never marked as running is provably unrun.
+		Nonce:        ledger.NewNonce(),
+		MarksSending: true,
 	})
 	switch {
 	case errors.Is(err, ledger.ErrTenantFull):
@@ -168,6 +173,20 @@ func (g *guard) readBody(r *http.Request) ([]byte, *problem) {
 
 // run runs the handler as the action's owner and records how it ended.
 func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token int64, body []byte) {
+	// The mark comes before the handler's first effect: a record without
+	// it whose lease ran out was never run, and runs again at once. Without
+	// the mark the handler must not run.
+	mctx, cancelMark := context.WithTimeout(context.WithoutCancel(r.Context()), reserveTimeout)
+	err := g.s.Store.MarkSending(mctx, k, token)
+	cancelMark()
+	if err != nil {
+		g.log(r.Context(), "mark sending", k, err)
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), reserveTimeout)
+		defer cancel()
+		g.fail(fctx, k, token, false, "could not mark the action as running")
+		unavailable().write(w)
+		return
+	}
 	in := &inbound{action: k}
 	// The handler's context ends if another instance takes the action over
 	// (this one's lease was lost): it must not go on acting for it.

@@ -23,8 +23,11 @@ type Config struct {
 	// as dead; owners of long calls call Renew. Zero means DefaultLease.
 	Lease time.Duration
 	// Retention is how long a record lives, counted from its creation and
-	// extended to cover a live lease. After it the record is dropped and the
-	// same key runs as a new action. Zero means DefaultRetention.
+	// extended to one lease past the end of its last lease, so that an
+	// owner that died holding it is seen as stuck, not as absent: the
+	// record lives until the later of the two. After it the record is
+	// dropped and the same key runs as a new action. Zero means
+	// DefaultRetention.
 	Retention time.Duration
 	// MaxBody caps the response body kept in an Outcome, in bytes; a longer
 	// body is kept only as its hash. Zero means DefaultMaxBody; negative

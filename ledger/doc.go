@@ -34,8 +34,11 @@
 // An owner calls Reserve; if the Verdict owns the action it gets a lease
 // and a fencing token, sends, records each send with AddAttempt, renews the
 // lease during long calls (KeepLease does it in the background), and ends
-// with Complete or Fail. Only the current
-// token can change the record: after an owner's lease ran out and another
+// with Complete or Fail. An owner that reserves with
+// ReserveRequest.MarksSending calls MarkSending before its first send, so
+// a grant whose lease ran out unmarked is known never to have been sent; a
+// Reserve sent again after a lost reply finds its own grant by its Nonce.
+// Only the current token can change the record: after an owner's lease ran out and another
 // took the action over, the first owner's Complete fails with ErrNotOwner
 // and changes nothing. A takeover keeps the action's identity, creation
 // time and history, and adds an attempt.

@@ -14,10 +14,9 @@ type Keeper struct {
 	mu  sync.Mutex // guards err
 	err error      // first renewal error
 
-	lost chan struct{} // closed when the token stopped being current
-	stop chan struct{} // closed by Stop
-	done chan struct{} // closed when the renewing goroutine has exited
-	once sync.Once     // closes stop
+	lost   chan struct{}      // closed when the token stopped being current
+	cancel context.CancelFunc // ends the renewing goroutine and a renewal in flight
+	done   chan struct{}      // closed when the renewing goroutine has exited
 }
 
 // ticker is the timer seam: it returns a channel that fires every d and a
@@ -32,9 +31,11 @@ func realTicker(d time.Duration) (<-chan time.Time, func()) {
 // KeepLease starts renewing the lease of the action k, owned with token,
 // to lease from each renewal, every third of lease, until Stop is called or
 // ctx ends. Zero lease means DefaultLease; pass the lease you reserved
-// with. A renewal that fails with ErrNotOwner (another owner took over)
-// stops the Keeper and closes Lost; other errors, such as a Redis blip, are
-// kept and renewal goes on, since the lease still has two thirds to run.
+// with. Each renewal gets a third of lease to finish: a hung store cannot
+// hold one past the next tick. A renewal that fails with ErrNotOwner
+// (another owner took over) stops the Keeper and closes Lost; other
+// errors, such as a Redis blip or a renewal that timed out, are kept and
+// renewal goes on, since the lease still has two thirds to run.
 func KeepLease(ctx context.Context, s Store, k Key, token int64, lease time.Duration) *Keeper {
 	return keepLease(ctx, s, k, token, lease, realTicker)
 }
@@ -43,7 +44,8 @@ func keepLease(ctx context.Context, s Store, k Key, token int64, lease time.Dura
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	kp := &Keeper{lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(ctx)
+	kp := &Keeper{lost: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
 	c, stopTick := tick(lease / 3)
 	go func() {
 		defer close(kp.done)
@@ -52,13 +54,16 @@ func keepLease(ctx context.Context, s Store, k Key, token int64, lease time.Dura
 			select {
 			case <-ctx.Done():
 				return
-			case <-kp.stop:
-				return
 			case <-c:
 			}
-			err := s.Renew(ctx, k, token, lease)
+			rctx, cancelRenewal := context.WithTimeout(ctx, lease/3)
+			err := s.Renew(rctx, k, token, lease)
+			cancelRenewal()
 			if err == nil {
 				continue
+			}
+			if ctx.Err() != nil {
+				return // stopped: a renewal cut short by Stop is no failure
 			}
 			kp.mu.Lock()
 			if kp.err == nil {
@@ -79,11 +84,14 @@ func keepLease(ctx context.Context, s Store, k Key, token int64, lease time.Dura
 // an outcome (Complete would fail with ErrNotOwner anyway).
 func (kp *Keeper) Lost() <-chan struct{} { return kp.lost }
 
-// Stop stops renewing, waits for any renewal in flight, and returns the
-// first renewal error, or nil. It is safe to call more than once.
+// Stop stops renewing and returns the first renewal error met so far, or
+// nil. It cancels a renewal in flight and never waits for it: the response
+// a lease protects must not be held by a store that hangs. A store that
+// ignores its context may thus finish a renewal after Stop returned; the
+// renewal is fenced by the token, so it changes nothing once the action
+// is settled. It is safe to call more than once.
 func (kp *Keeper) Stop() error {
-	kp.once.Do(func() { close(kp.stop) })
-	<-kp.done
+	kp.cancel()
 	kp.mu.Lock()
 	defer kp.mu.Unlock()
 	return kp.err

@@ -89,3 +89,48 @@ func TestKeeperStopsWithContext(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// hungRenewal is a Store whose Renew blocks until release is closed,
+// whatever its context says, and reports each call on entered.
+type hungRenewal struct {
+	Store
+	entered chan context.Context
+	release chan struct{}
+}
+
+func (h *hungRenewal) Renew(ctx context.Context, _ Key, _ int64, _ time.Duration) error {
+	h.entered <- ctx
+	<-h.release
+	return ctx.Err()
+}
+
+func TestKeeperStopDoesNotWaitForAHungRenewal(t *testing.T) {
+	// Regression (issue 17 item 6): Stop waited for a renewal in flight,
+	// and renewals ran without a deadline, so one hung store call held the
+	// owner's response for as long as the store hung.
+	s := &hungRenewal{Store: NewMemory(MemoryConfig{}), entered: make(chan context.Context), release: make(chan struct{})}
+	const lease = 30 * time.Second
+	tk := newManualTicker()
+	kp := keepLease(t.Context(), s, keyA, 1, lease, tk.tick)
+	tk.c <- time.Now()
+	ctx := <-s.entered
+	dl, ok := ctx.Deadline()
+	if !ok || time.Until(dl) > lease/3 {
+		t.Fatalf("renewal deadline %v (set %v); want at most a third of the lease from now", dl, ok)
+	}
+	stopped := make(chan error)
+	go func() { stopped <- kp.Stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("Stop: %v; a renewal cut short by Stop is no failure", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop waited for the hung renewal")
+	}
+	if ctx.Err() == nil {
+		t.Fatal("Stop did not cancel the renewal in flight")
+	}
+	close(s.release)
+	<-kp.done
+}

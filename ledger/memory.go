@@ -58,6 +58,11 @@ type memoryEntry struct {
 	rec   Record
 	token int64
 	size  int64 // what the quota counts for rec
+	// nonce, granted and promised describe the current grant: the
+	// request's Nonce, the Verdict it got, and its MarksSending.
+	nonce    string
+	granted  Verdict
+	promised bool
 }
 
 // NewMemory returns an empty Memory store.
@@ -107,8 +112,15 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		in.Fingerprint = m.cfg.FingerprintKeys.Match(e.rec.Fingerprint, req.Fingerprint)
 		in.StoredFingerprint = e.rec.Fingerprint
 		in.LeaseExpired = e.rec.State == StateInProgress && !now.Before(e.rec.LeaseUntil)
+		in.Regrant = req.Nonce != "" && e.nonce == req.Nonce
+		in.Granted = e.granted
+		in.Unsent = e.promised && !e.rec.Sending
 	}
 	res := Reservation{Decision: Resolve(in)}
+	if in.Regrant && e.rec.State == StateInProgress && res.Verdict == e.granted {
+		res.Token, res.Record = e.token, e.rec.clone()
+		return res, nil
+	}
 
 	if res.Verdict == VerdictCreated {
 		if err := m.admit(req, now); err != nil {
@@ -127,6 +139,7 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		m.quota.add(req.Key.Tenant, 1, 0)
 	}
 	if res.Verdict.Owns() {
+		e.nonce, e.granted, e.promised = req.Nonce, res.Verdict, req.MarksSending
 		e.token++
 		e.rec.State = StateInProgress
 		e.rec.Owner = req.Owner
@@ -212,6 +225,23 @@ func (m *Memory) Complete(ctx context.Context, k Key, token int64, o Outcome) er
 
 // Fail implements Store.
 func (m *Memory) Fail(ctx context.Context, k Key, token int64, f Failure) error {
+	return m.change(ctx, k, token, func(e *memoryEntry) {
+		e.rec.State = StateFailed
+		if f.EffectPossible {
+			e.rec.State = StateUncertain
+		}
+		e.rec.LeaseUntil = time.Time{}
+		e.rec.Reason = f.Reason
+	})
+}
+
+// MarkSending implements Store.
+func (m *Memory) MarkSending(ctx context.Context, k Key, token int64) error {
+	return m.change(ctx, k, token, func(e *memoryEntry) { e.rec.Sending = true })
+}
+
+// change applies fn to k's entry under the lock if token is current.
+func (m *Memory) change(ctx context.Context, k Key, token int64, fn func(*memoryEntry)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -222,12 +252,7 @@ func (m *Memory) Fail(ctx context.Context, k Key, token int64, f Failure) error 
 	if err != nil {
 		return err
 	}
-	e.rec.State = StateFailed
-	if f.EffectPossible {
-		e.rec.State = StateUncertain
-	}
-	e.rec.LeaseUntil = time.Time{}
-	e.rec.Reason = f.Reason
+	fn(e)
 	m.track(e)
 	return nil
 }

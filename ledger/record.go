@@ -22,6 +22,9 @@ type Record struct {
 	// LeaseUntil is when the current owner's lease ends. Zero unless
 	// State is StateInProgress.
 	LeaseUntil time.Time
+	// Sending reports that an owner marked the action as sending
+	// (Store.MarkSending): a request may have left.
+	Sending bool
 	// Outcome is the stored response, set once State is StateCompleted.
 	Outcome *Outcome
 	// Reason is the reason given with Fail, for operators.

@@ -32,6 +32,8 @@ var (
 	completeLua string
 	//go:embed lua/fail.lua
 	failLua string
+	//go:embed lua/mark.lua
+	markLua string
 )
 
 // RedisConfig configures a Redis store. The zero value is ready to use.
@@ -83,7 +85,7 @@ type Redis struct {
 
 	// One script per state change, each owned by the store, not by the
 	// package, so no mutable state is global.
-	reserve, renew, attempt, complete, fail *redis.Script
+	reserve, renew, attempt, complete, fail, mark *redis.Script
 }
 
 // NewRedis returns a Redis store using client. The store does not close
@@ -119,6 +121,7 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		attempt:  redis.NewScript(attemptLua),
 		complete: redis.NewScript(completeLua),
 		fail:     redis.NewScript(failLua),
+		mark:     redis.NewScript(markLua),
 	}, nil
 }
 
@@ -134,10 +137,18 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	if err != nil {
 		return Reservation{}, err
 	}
+	// The Redis client re-sends a script whose reply timed out, and the
+	// first run may have happened: the nonce lets the re-sent run find
+	// the grant the first one made.
+	nonce := req.Nonce
+	if nonce == "" {
+		nonce = NewNonce()
+	}
 	args := []any{
 		r.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 		flag(req.Limited), flag(req.Reconciler), flag(req.KeysHonoured),
 		req.Key.Tenant, req.Key.Operation, req.Key.Key, newToken(), r.cfg.HistoryCap(),
+		nonce, flag(req.MarksSending),
 	}
 	for _, c := range r.cfg.FingerprintKeys.Candidates(req.Fingerprint) {
 		args = append(args, c)
@@ -154,16 +165,17 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	if err != nil {
 		return Reservation{}, fmt.Errorf("ledger: redis reserve: %w", err)
 	}
-	if len(reply) < 5 || len(reply)%2 == 0 {
+	const head = 7
+	if len(reply) < head || (len(reply)-head)%2 != 0 {
 		return Reservation{}, fmt.Errorf("%w: reserve reply of %d elements", ErrCorrupt, len(reply))
 	}
 	verdict, stored, expired := reply[0], reply[1], reply[2]
 	now, err1 := strconv.ParseInt(reply[3], 10, 64)
 	token, err2 := strconv.ParseInt(reply[4], 10, 64)
 	if err1 != nil || err2 != nil {
-		return Reservation{}, fmt.Errorf("%w: reserve reply %q", ErrCorrupt, reply[:5])
+		return Reservation{}, fmt.Errorf("%w: reserve reply %q", ErrCorrupt, reply[:head])
 	}
-	fields := pairs(reply[5:])
+	fields := pairs(reply[head:])
 
 	in := Input{
 		Fingerprint:  r.cfg.FingerprintKeys.Seal(req.Fingerprint),
@@ -171,6 +183,11 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		Limited:      req.Limited,
 		Reconciler:   req.Reconciler,
 		KeysHonoured: req.KeysHonoured,
+		Regrant:      reply[5] == "1",
+		Unsent:       reply[6] == "1",
+	}
+	if in.Regrant {
+		in.Granted, _ = ParseVerdict(fields["gv"])
 	}
 	if stored != StateAbsent.String() {
 		if in.State, err = ParseState(stored); err != nil {
@@ -260,6 +277,11 @@ func (r *Redis) Fail(ctx context.Context, k Key, token int64, f Failure) error {
 		st = StateUncertain
 	}
 	return r.fenced(ctx, r.fail, "fail", k, token, st.String(), f.Reason)
+}
+
+// MarkSending implements Store.
+func (r *Redis) MarkSending(ctx context.Context, k Key, token int64) error {
+	return r.fenced(ctx, r.mark, "mark sending", k, token)
 }
 
 // Get implements Store.

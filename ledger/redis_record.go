@@ -18,6 +18,9 @@ import (
 //	lu        lease end, Unix ms; "0" when no lease
 //	ca ea     created and expires, Unix ms
 //	rs        reason given with Fail
+//	nc gv mk  the current grant's nonce, verdict, and "1" when its owner
+//	          promised to mark the action before sending
+//	sn        "1" once an owner marked the action as sending
 //	na        number of attempts; a1..aN hold them as JSON, the oldest
 //	          dropped past Config.MaxAttempts
 //	os oh     outcome status and headers (JSON)
@@ -44,6 +47,7 @@ func decodeRecord(f map[string]string, keys EncryptionKeys) (Record, error) {
 		Fingerprint: f["fp"],
 		Owner:       f["ow"],
 		Reason:      f["rs"],
+		Sending:     f["sn"] == "1",
 	}
 	var err error
 	if r.State, err = ParseState(f["st"]); err != nil || r.State == StateAbsent || r.State == StateExpired {

@@ -25,6 +25,17 @@ type Input struct {
 	// idempotency key, so re-sending under the same provider key cannot
 	// cause a second effect.
 	KeysHonoured bool
+	// Regrant reports that the action's current grant was made to this
+	// very request (the same ReserveRequest.Nonce): the reply to it was
+	// lost and the request sent again. Only StateInProgress looks at it.
+	Regrant bool
+	// Granted is the Verdict of that grant, for Regrant.
+	Granted Verdict
+	// Unsent reports that the current owner promised to mark the action
+	// before its first send (ReserveRequest.MarksSending) and no owner
+	// ever did (Store.MarkSending): nothing can have left. Only an expired
+	// lease looks at it.
+	Unsent bool
 }
 
 // Decision is Resolve's answer.
@@ -46,13 +57,17 @@ type Decision struct {
 //	stored state              same fingerprint                     different fingerprint
 //	absent or expired         created (reserve, send)              created
 //	in progress, lease alive  pending (hold, retry after lease)    conflict
+//	in progress, own grant    the grant again (its reply was lost) -
 //	completed                 replayed (stored response)           conflict
 //	failed, no effect         retry (take over, send again)        conflict
+//	in progress, lease gone,  retry (take over, send again)        conflict
+//	never marked as sending
 //	in progress, lease gone,  reconcile if a reconciler is set,    conflict
 //	or uncertain              else resend if keys are honoured,
 //	                          else uncertain (operator)
 //
-// When Limited is set, created, retry and resend become delayed.
+// When Limited is set, created, retry and resend become delayed, except
+// for a request's own grant, which is returned as it was made.
 // An unknown State is treated as uncertain: never send what we cannot
 // classify.
 func Resolve(in Input) Decision {
@@ -100,11 +115,19 @@ func Resolve(in Input) Decision {
 		return d
 	case in.State == StateFailed:
 		return send(VerdictRetry, "the last attempt failed before any effect: take over and send again under the same key")
+	case in.State == StateInProgress && in.Regrant:
+		step("the current grant was made to this very request (same nonce): the reply to it was lost and the request sent again")
+		step("return the grant as it was made, " + in.Granted.String())
+		d.Verdict, d.Send = in.Granted, in.Granted == VerdictCreated || in.Granted == VerdictRetry || in.Granted == VerdictResend
+		return d
 	case in.State == StateInProgress && !in.LeaseExpired:
 		step("the owner's lease is alive: another worker is sending")
 		step("do not send: hold as pending and retry after the lease")
 		d.Verdict = VerdictPending
 		return d
+	case in.State == StateInProgress && in.Unsent:
+		step("the owner's lease expired before any owner marked the action as sending: nothing was sent")
+		return send(VerdictRetry, "take over and send under the same key")
 	case in.State == StateInProgress:
 		step("the owner's lease expired: it died or stalled mid-call, so the destination may have acted")
 	default:

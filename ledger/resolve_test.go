@@ -159,8 +159,8 @@ func TestVerdictOwns(t *testing.T) {
 		if v.Owns() != want {
 			t.Errorf("%s.Owns() = %t", v, v.Owns())
 		}
-		if got, ok := parseVerdict(v.String()); !ok || got != v {
-			t.Errorf("parseVerdict(%q) = %v, %t", v.String(), got, ok)
+		if got, ok := ParseVerdict(v.String()); !ok || got != v {
+			t.Errorf("ParseVerdict(%q) = %v, %t", v.String(), got, ok)
 		}
 	}
 	if s := Verdict(42).String(); s != "Verdict(42)" {

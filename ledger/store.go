@@ -34,6 +34,13 @@ type Store interface {
 	// Fail gives the action up without an outcome: StateFailed when no
 	// effect was possible, StateUncertain otherwise.
 	Fail(ctx context.Context, k Key, token int64, f Failure) error
+	// MarkSending records that the owner is about to send (or run) the
+	// action for the first time. An owner that reserved with
+	// ReserveRequest.MarksSending calls it before its first send and does
+	// not send when it fails. The mark stays for the record's life: once
+	// any owner marked it, an expired lease means the destination may
+	// have acted.
+	MarkSending(ctx context.Context, k Key, token int64) error
 	// Get returns the action's record, or ErrNotFound.
 	Get(ctx context.Context, k Key) (Record, error)
 	// Sweep lists stuck work: actions in progress whose lease ended, and
@@ -60,6 +67,20 @@ type ReserveRequest struct {
 	// Limited, Reconciler and KeysHonoured are passed to Resolve; see
 	// Input.
 	Limited, Reconciler, KeysHonoured bool
+	// Nonce identifies this reservation. A Reserve sent again with the
+	// same Nonce after its reply was lost (a client timeout, a retry by
+	// the Redis client) finds its own grant and gets it back, token
+	// included, instead of being held as pending by itself. Use a fresh
+	// random value (NewNonce) per logical reservation. Empty means the
+	// store draws one per call, which still covers the re-sends its own
+	// client makes within the call.
+	Nonce string
+	// MarksSending promises that the caller, if granted the action, calls
+	// MarkSending before its first send. A grant made with the promise
+	// whose lease ran out while no owner had marked the action is provably
+	// unsent, and the next Reserve takes it over to send (VerdictRetry)
+	// instead of treating it as possibly applied.
+	MarksSending bool
 }
 
 // Reservation is a Store's answer to Reserve.

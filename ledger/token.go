@@ -3,7 +3,15 @@ package ledger
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 )
+
+// NewNonce returns a fresh random ReserveRequest.Nonce: 128 bits in hex.
+func NewNonce() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
 
 // maxToken bounds fencing tokens to 52 bits. Redis Lua numbers are
 // doubles, exact up to 2^53, and the script adds one per takeover; staying

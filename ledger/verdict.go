@@ -76,9 +76,9 @@ func (v Verdict) Owns() bool {
 	return false
 }
 
-// parseVerdict is the inverse of Verdict.String, for the Redis script's
-// reply.
-func parseVerdict(s string) (Verdict, bool) {
+// ParseVerdict is the inverse of Verdict.String, for the verdicts stores
+// keep (the Redis script's reply, a PostgreSQL row).
+func ParseVerdict(s string) (Verdict, bool) {
 	for v := VerdictCreated; v <= VerdictReconcile; v++ {
 		if v.String() == s {
 			return v, true

@@ -146,7 +146,7 @@ func TestGiveUp(t *testing.T) {
 	}{
 		{"attempts exhausted", []string{"500"}, 2, []attribute.KeyValue{classServer,
 			otelretry.ReasonKey.String("attempts_exhausted"), otelretry.MaybeAppliedKey.Bool(true)}},
-		{"rejected", []string{"503", "422"}, 4, []attribute.KeyValue{otelretry.ClassKey.String("business"),
+		{"rejected", []string{"429", "422"}, 4, []attribute.KeyValue{otelretry.ClassKey.String("business"),
 			otelretry.ReasonKey.String("rejected"), otelretry.MaybeAppliedKey.Bool(false)}},
 	}
 	for _, tt := range tests {

@@ -21,11 +21,11 @@ import (
 //   - Stripe-Should-Retry: true is HintRetry and false is HintNoRetry:
 //     Stripe's own word on whether the request is worth repeating
 //     overrides the status (error-low-level).
-//   - 409 Conflict, such as an idempotency key reused with other
-//     parameters, is a business answer and is not retried, unless
-//     Stripe-Should-Retry: true says it may be (our choice: Stripe's SDKs
-//     retry every 409, but a key reused with different parameters can
-//     never succeed).
+//   - 409 Conflict to a keyed request means another request with the key
+//     is still being processed: DefaultClassifier classes it server, so it
+//     is retried under the same key and never stored as the action's
+//     answer, unless Stripe-Should-Retry: false says it cannot succeed
+//     (such as a key reused with other parameters).
 //   - 429 is a capacity answer, retried with exponential backoff as the
 //     rate-limits page advises; the limiter rejects requests before
 //     Stripe's idempotency layer, so a 429 did nothing.

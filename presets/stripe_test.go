@@ -27,8 +27,6 @@ func TestStripeShouldRetry(t *testing.T) {
 			2, nil, retrybudget.ClassSuccess},
 		{"should-retry is case-insensitive", reply{status: 409, header: []string{"Stripe-Should-Retry", " TRUE "}},
 			2, nil, retrybudget.ClassSuccess},
-		{"a 409 without the header is business", reply{status: 409, body: `{"error":{"type":"idempotency_error"}}`},
-			1, retrybudget.ErrRejected, retrybudget.ClassBusiness},
 		{"a 500 without the header is retried under the key", reply{status: 500},
 			2, nil, retrybudget.ClassSuccess},
 		{"a 429 is retried", reply{status: 429}, 2, nil, retrybudget.ClassSuccess},

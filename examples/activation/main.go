@@ -53,7 +53,7 @@ func main() {
 	flag.StringVar(&opts.addr, "addr", "127.0.0.1:8080", "address to listen on")
 	flag.StringVar(&opts.redis, "redis", "", "Redis for a shared ledger: redis://[user:password@]host:port[/db], rediss:// for TLS, or host:port; empty keeps it in memory")
 	flag.DurationVar(&opts.slow, "slow", 5*time.Second, "how long the destination takes to sync audience_slow")
-	flag.DurationVar(&opts.retention, "retention", 0, "how long an Idempotency-Key is remembered (0: 24h)")
+	flag.DurationVar(&opts.retention, "retention", 0, "how long an Idempotency-Key is remembered (0: 24h); a key lives at least until one lease past its last lease's end, whichever is later")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

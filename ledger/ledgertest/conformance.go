@@ -52,6 +52,8 @@ var cases = []struct {
 	{"ConcurrentReserveOneWins", testConcurrentReserve},
 	{"InvalidRequests", testInvalidRequests},
 	{"CanceledContext", testCanceledContext},
+	{"ReserveRecognisesItsOwnGrant", testReserveRecognisesItsOwnGrant},
+	{"UnmarkedGrantIsProvablyUnsent", testUnmarkedGrantIsProvablyUnsent},
 }
 
 // Run runs the conformance suite, one subtest per case, each against a

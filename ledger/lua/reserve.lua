@@ -12,12 +12,16 @@
 -- ARGV[8]  tenant, ARGV[9] operation, ARGV[10] key (stored, never in a key name)
 -- ARGV[11] first fencing token, used only when creating
 -- ARGV[12] attempts kept (Config.MaxAttempts)
--- ARGV[13..] every stored fingerprint that matches the request (the
+-- ARGV[13] nonce of this reservation (never empty: the Go side draws one)
+-- ARGV[14] marks sending  "1" or "0" (ReserveRequest.MarksSending)
+-- ARGV[15..] every stored fingerprint that matches the request (the
 --          request's fingerprint sealed under each key; see
 --          ledger.FingerprintKeys.Candidates)
 --
 -- Returns {verdict, stored state, lease expired "1"/"0", now ms, token,
--- then the record's fields and values as HGETALL gives them}. The Go side
+-- regrant "1"/"0", unsent "1"/"0", then the record's fields and values as
+-- HGETALL gives them}. Regrant and unsent are the Resolve inputs read
+-- before any write: a grant rewrites the fields they come from. The Go side
 -- recomputes Resolve from the stored state reported here and refuses a
 -- verdict that differs, so this file and resolve.go cannot drift silently.
 
@@ -36,10 +40,16 @@ local function trim(n)
   end
 end
 
-local f = redis.call('HMGET', KEYS[1], 'st', 'fp', 'tok', 'lu', 'ea', 'na')
+local f = redis.call('HMGET', KEYS[1], 'st', 'fp', 'tok', 'lu', 'ea', 'na', 'nc', 'gv', 'mk', 'sn')
 local st = f[1] or 'absent'
 local expired = '0'
 if st == 'in-progress' and now >= tonumber(f[4]) then expired = '1' end
+-- The current grant was made to this very request: its reply was lost.
+local regrant = '0'
+if f[7] == ARGV[13] then regrant = '1' end
+-- The owner promised to mark the action before sending and nobody did.
+local unsent = '0'
+if f[9] == '1' and f[10] ~= '1' then unsent = '1' end
 
 -- send is Resolve's rule for verdicts that would send: a rate-limited
 -- destination delays them and leaves the record as it is.
@@ -49,7 +59,7 @@ local function send(v)
 end
 
 local function matches(fp)
-  for i = 13, #ARGV do
+  for i = 15, #ARGV do
     if ARGV[i] == fp then return true end
   end
   return false
@@ -66,8 +76,12 @@ elseif st == 'completed' then
   verdict = 'replayed'
 elseif st == 'failed' then
   verdict = send('retry')
+elseif st == 'in-progress' and regrant == '1' then
+  verdict = f[8]
 elseif st == 'in-progress' and expired == '0' then
   verdict = 'pending'
+elseif st == 'in-progress' and unsent == '1' then
+  verdict = send('retry')
 elseif ARGV[6] == '1' then
   verdict = 'reconcile'
 elseif ARGV[7] == '1' then
@@ -77,7 +91,13 @@ else
 end
 
 local token = '0'
-if verdict == 'created' then
+if st == 'in-progress' and regrant == '1' then
+  -- The grant stands as written: hand its token back, write nothing.
+  local out = {verdict, st, expired, int(now), f[3], regrant, unsent}
+  local all = redis.call('HGETALL', KEYS[1])
+  for i = 1, #all do out[#out + 1] = all[i] end
+  return out
+elseif verdict == 'created' then
   token = ARGV[11]
   f[5] = now + tonumber(ARGV[4])
   f[6] = 0
@@ -96,14 +116,15 @@ if token ~= '0' then
   local n = tonumber(f[6]) + 1
   local a = cjson.encode({at = int(now), class = verdict, owner = ARGV[2], token = token})
   redis.call('HSET', KEYS[1], 'st', 'in-progress', 'ow', ARGV[2], 'tok', token,
-    'lu', int(lu), 'ea', int(ea), 'na', int(n), 'a' .. int(n), a)
+    'lu', int(lu), 'ea', int(ea), 'na', int(n), 'a' .. int(n), a,
+    'nc', ARGV[13], 'gv', verdict, 'mk', ARGV[14])
   redis.call('HDEL', KEYS[1], 'rs')
   trim(n)
   -- The lease extends the retention: a record must outlive its owner.
   redis.call('PEXPIREAT', KEYS[1], int(ea))
 end
 
-local out = {verdict, st, expired, int(now), token}
+local out = {verdict, st, expired, int(now), token, regrant, unsent}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all do out[#out + 1] = all[i] end
 return out

@@ -15,6 +15,10 @@ type meta struct {
 	granted     string
 	grantedFrom string
 	atomic      bool
+	// grantedUnsent is the Unsent input of the last grant.
+	grantedUnsent bool
+	nonce         string
+	promised      bool
 	// stateErr is ErrCorrupt for a state this version cannot read, which
 	// Reserve still decides on (as uncertain) before reporting it.
 	stateErr error
@@ -49,7 +53,7 @@ func scanRecord(keys ledger.EncryptionKeys, r row, extra ...any) (ledger.Record,
 	)
 	dest := []any{&id, &rec.Key.Tenant, &rec.Key.Operation, &rec.Key.Key, &rec.Fingerprint, &state,
 		&rec.Owner, &m.token, &lease, &rec.Reason, &rec.CreatedAt, &rec.ExpiresAt, &attempts, &attemptCount,
-		&m.granted, &m.grantedFrom, &m.atomic, &status, &header, &body, &bodyHash, &bodyLen, &bodyOmitted}
+		&m.granted, &m.grantedFrom, &m.grantedUnsent, &m.atomic, &m.nonce, &m.promised, &rec.Sending, &status, &header, &body, &bodyHash, &bodyLen, &bodyOmitted}
 	if err := r.Scan(append(dest, extra...)...); err != nil {
 		return ledger.Record{}, meta{}, err
 	}

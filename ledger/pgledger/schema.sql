@@ -41,6 +41,17 @@ CREATE TABLE IF NOT EXISTS {{table}} (
   -- transaction that completes it (Store.BeginAtomic): if its lease runs
   -- out, no effect happened and the action may simply run again.
   atomic        boolean     NOT NULL DEFAULT false,
+  -- nonce is the current grant's ReserveRequest.Nonce, so a Reserve sent
+  -- again after its reply was lost gets that grant back; promised is its
+  -- MarksSending; sending is set by MarkSending and kept for the record's
+  -- life: a promised grant never marked, whose lease ran out, was never
+  -- sent.
+  nonce         text        NOT NULL DEFAULT '',
+  promised      boolean     NOT NULL DEFAULT false,
+  sending       boolean     NOT NULL DEFAULT false,
+  -- granted_unsent records that the last grant was decided on a promised
+  -- grant never marked, for Reserve's re-check with ledger.Resolve.
+  granted_unsent boolean    NOT NULL DEFAULT false,
   -- The outcome, set once completed.
   status        integer,
   header        jsonb,

@@ -12,13 +12,15 @@ import "strings"
 //	$7 lease ms  $8 retention ms  $9 limited  $10 reconciler
 //	$11 keys honoured  $12 first token of a new record
 //	$13 attempts kept (ledger.Config.MaxAttempts)
+//	$15 nonce  $16 marks sending (ReserveRequest.MarksSending)
 //	$14 every stored fingerprint that matches the request
 //	    (ledger.FingerprintKeys.Candidates); $5 is the request's, sealed
 
 // columns is every column a record is read from, in scanRecord's order.
 const columns = `id, tenant, operation, action_key, fingerprint, state, owner, token,
   lease_until, reason, created_at, expires_at, attempts, attempt_count,
-  granted, granted_from, atomic, status, header, body, body_hash, body_len, body_omitted`
+  granted, granted_from, granted_unsent, atomic, nonce, promised, sending,
+  status, header, body, body_hash, body_len, body_omitted`
 
 // effState is the state the decision sees: a stored state, except that an
 // atomic action whose lease ran out counts as failed, because its effects
@@ -35,14 +37,19 @@ var verdict = strings.NewReplacer("{{eff}}", effState).Replace(`(CASE
   WHEN NOT (r.fingerprint = ANY($14::text[])) THEN 'conflict'
   WHEN {{eff}} = 'completed' THEN 'replayed'
   WHEN {{eff}} = 'failed' THEN (CASE WHEN $9 THEN 'delayed' ELSE 'retry' END)
+  WHEN {{eff}} = 'in-progress' AND r.nonce = $15 THEN r.granted
   WHEN {{eff}} = 'in-progress' AND r.lease_until > now() THEN 'pending'
+  WHEN {{eff}} = 'in-progress' AND r.promised AND NOT r.sending THEN (CASE WHEN $9 THEN 'delayed' ELSE 'retry' END)
   WHEN $10 THEN 'reconcile'
   WHEN $11 THEN (CASE WHEN $9 THEN 'delayed' ELSE 'resend' END)
   ELSE 'uncertain'
 END)`)
 
 // owns is true when verdict hands the action to the caller.
-var owns = verdict + ` IN ('created', 'retry', 'resend', 'reconcile')`
+// A regrant (the nonce of the current grant) owns but writes nothing: the
+// grant stands as it was made, and Reserve reads it back.
+var owns = verdict + ` IN ('created', 'retry', 'resend', 'reconcile')
+  AND NOT (r.expires_at >= now() AND r.state = 'in-progress' AND r.nonce = $15)`
 
 // attemptJSON builds one history entry.
 const attemptJSON = `jsonb_build_object('n', %s, 'at', (extract(epoch FROM now()) * 1000000)::bigint,
@@ -73,6 +80,10 @@ var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_a
   granted       = {{v}},
   granted_from  = CASE WHEN {{expired}} THEN 'absent' ELSE {{eff}} END,
   atomic        = false,
+  granted_unsent = NOT {{expired}} AND {{eff}} = 'in-progress' AND r.promised AND NOT r.sending,
+  nonce         = $15,
+  promised      = $16,
+  sending       = CASE WHEN {{expired}} THEN false ELSE r.sending END,
   status = CASE WHEN {{expired}} THEN NULL ELSE r.status END,
   header = CASE WHEN {{expired}} THEN NULL ELSE r.header END,
   body = CASE WHEN {{expired}} THEN NULL ELSE r.body END,
@@ -84,10 +95,11 @@ var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_a
 // the record, or, on the conflict, takes the existing one over when the
 // decision owns it; otherwise it writes nothing and returns no row.
 var reserveSQL = `INSERT INTO {{table}} AS r (id, tenant, operation, action_key, fingerprint, state, owner,
-  token, lease_until, created_at, expires_at, attempts, attempt_count, granted, granted_from)
+  token, lease_until, created_at, expires_at, attempts, attempt_count, granted, granted_from, nonce, promised)
 VALUES ($1, $2, $3, $4, $5, 'in-progress', $6, $12, now() + $7::bigint * interval '1 millisecond', now(),
   greatest(now() + $8::bigint * interval '1 millisecond', now() + 2 * $7::bigint * interval '1 millisecond'),
-  jsonb_build_array(` + sprintf(attemptJSON, `1`, `'created'`, `$6::text`, `$12::bigint`) + `), 1, 'created', 'absent')
+  jsonb_build_array(` + sprintf(attemptJSON, `1`, `'created'`, `$6::text`, `$12::bigint`) + `), 1, 'created', 'absent',
+  $15, $16)
 ON CONFLICT (id) DO UPDATE SET` + strings.ReplaceAll(takeover, "{{eff}}", effState) + `
 WHERE ` + owns + `
 RETURNING ` + prefixed("r.", columns)
@@ -138,6 +150,9 @@ LIMIT $1`
 // another transaction holds.
 const purgeSQL = `DELETE FROM {{table}} WHERE id IN (
   SELECT id FROM {{table}} WHERE expires_at < now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`
+
+// markSendingSQL records that the owner is about to send.
+const markSendingSQL = `UPDATE {{table}} SET sending = true WHERE ` + fenced
 
 // markAtomicSQL records that the owner's effects happen only inside the
 // completing transaction.

@@ -62,7 +62,7 @@ func New(db DB, cfg Config) (*Store, error) {
 	for name, q := range map[string]string{
 		"reserve": reserveSQL, "reserveLimited": reserveLimitedSQL, "read": readSQL, "get": getSQL,
 		"renew": renewSQL, "attempt": attemptSQL, "complete": completeSQL, "fail": failSQL,
-		"sweep": sweepSQL, "purge": purgeSQL, "markAtomic": markAtomicSQL,
+		"sweep": sweepSQL, "purge": purgeSQL, "markAtomic": markAtomicSQL, "markSending": markSendingSQL,
 	} {
 		s.queries[name] = strings.ReplaceAll(q, "{{table}}", s.table)
 	}
@@ -99,12 +99,17 @@ func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.
 	if req.Limited {
 		q = s.queries["reserveLimited"]
 	}
+	// A Reserve sent again after its reply was lost carries the same
+	// nonce and gets its own grant back.
+	if req.Nonce == "" {
+		req.Nonce = ledger.NewNonce()
+	}
 	id := req.Key.ID()
 	for range maxReserveRounds {
 		rec, m, err := scanRecord(s.cfg.EncryptionKeys, s.db.QueryRow(ctx, q, id, req.Key.Tenant, req.Key.Operation, req.Key.Key,
 			s.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 			req.Limited, req.Reconciler, req.KeysHonoured, ledger.NewToken(), s.cfg.HistoryCap(),
-			s.cfg.FingerprintKeys.Candidates(req.Fingerprint)))
+			s.cfg.FingerprintKeys.Candidates(req.Fingerprint), req.Nonce, req.MarksSending))
 		switch {
 		case err == nil:
 			return s.granted(req, rec, m)
@@ -112,7 +117,9 @@ func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.
 			return ledger.Reservation{}, fmt.Errorf("ledger: postgres reserve: %w", err)
 		}
 		res, err := s.decide(ctx, req)
-		if err != nil || !res.Verdict.Owns() {
+		// decide hands back a token only for a regrant: the grant this
+		// very request was made, which stands as written.
+		if err != nil || !res.Verdict.Owns() || res.Token != 0 {
 			return res, err
 		}
 		// The record changed between the two statements so that the
@@ -132,6 +139,7 @@ func (s *Store) granted(req ledger.ReserveRequest, rec ledger.Record, m meta) (l
 		in.State, in.StoredFingerprint = from, rec.Fingerprint
 		in.Fingerprint = s.cfg.FingerprintKeys.Match(rec.Fingerprint, req.Fingerprint)
 		in.LeaseExpired = from == ledger.StateInProgress
+		in.Unsent = m.grantedUnsent
 	}
 	res := ledger.Reservation{Decision: ledger.Resolve(in), Record: rec, Token: m.token}
 	if res.Verdict.String() != m.granted {
@@ -155,6 +163,16 @@ func (s *Store) decide(ctx context.Context, req ledger.ReserveRequest) (ledger.R
 	case !now.After(rec.ExpiresAt):
 		in.State, in.StoredFingerprint = rec.State, rec.Fingerprint
 		in.Fingerprint = s.cfg.FingerprintKeys.Match(rec.Fingerprint, req.Fingerprint)
+		if rec.State == ledger.StateInProgress {
+			in.Regrant = m.nonce == req.Nonce
+			in.Unsent = m.promised && !rec.Sending
+			if in.Regrant {
+				var ok bool
+				if in.Granted, ok = ledger.ParseVerdict(m.granted); !ok {
+					return ledger.Reservation{}, fmt.Errorf("%w: granted %q", ledger.ErrCorrupt, m.granted)
+				}
+			}
+		}
 		if rec.State == ledger.StateInProgress && !now.Before(rec.LeaseUntil) {
 			in.LeaseExpired = true
 			if m.atomic {
@@ -168,6 +186,9 @@ func (s *Store) decide(ctx context.Context, req ledger.ReserveRequest) (ledger.R
 		return res, nil
 	}
 	res.Record = rec
+	if in.Regrant {
+		res.Token = m.token
+	}
 	if res.Verdict == ledger.VerdictPending {
 		res.RetryAfter = rec.LeaseUntil.Sub(now)
 	}
@@ -252,6 +273,11 @@ func (s *Store) outcomeArgs(k ledger.Key, o ledger.Outcome) ([]any, error) {
 		}
 	}
 	return []any{st.Status, h, body, st.BodyHash, st.BodyLen, st.BodyOmitted}, nil
+}
+
+// MarkSending implements ledger.Store.
+func (s *Store) MarkSending(ctx context.Context, k ledger.Key, token int64) error {
+	return s.fencedExec(ctx, "markSending", k, token)
 }
 
 // Fail implements ledger.Store.

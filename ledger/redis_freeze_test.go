@@ -1,0 +1,93 @@
+package ledger
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrybudget/retrybudget/internal/redistest"
+)
+
+func TestReserveLostReplyIsRecognised(t *testing.T) {
+	// Regression (issue 17 item 7): go-redis re-sends an EVALSHA whose
+	// reply timed out, and the first run may already have happened. With a
+	// 100 ms ReadTimeout and Redis frozen 150 ms the call was refused by
+	// its own reservation (pending); frozen 250 ms it failed while the
+	// record was written, and after the lease the never-sent action came
+	// back as uncertain.
+	srv := redistest.Start(t)
+	for _, frozen := range []time.Duration{150 * time.Millisecond, 250 * time.Millisecond} {
+		t.Run(frozen.String(), func(t *testing.T) {
+			client := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 100 * time.Millisecond})
+			t.Cleanup(func() { client.Close() })
+			s := mustRedis(t, client, RedisConfig{Prefix: redistest.Prefix(t)})
+			if err := client.Ping(t.Context()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			req := ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w1", Lease: redisShort,
+				Nonce: NewNonce(), MarksSending: true}
+
+			thaw := srv.Freeze(t)
+			time.AfterFunc(frozen, thaw) // the fault: Redis hangs this long
+			res, err := s.Reserve(t.Context(), req)
+			if err != nil {
+				// Every re-send timed out too: the caller sends the same
+				// request again once Redis answers.
+				t.Logf("Reserve during the freeze: %v; sending it again", err)
+				res, err = s.Reserve(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if res.Verdict != VerdictCreated || res.Token == 0 {
+				t.Fatalf("verdict %s token %d (path %q); want this call's own grant", res.Verdict, res.Token, res.Path)
+			}
+			rec, err := s.Get(t.Context(), keyA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.Attempts) != 1 {
+				t.Fatalf("history %+v; want one grant", rec.Attempts)
+			}
+
+			// The owner gave up before sending anything (it never marked
+			// the action): once its lease ends, the action is provably
+			// unsent and the next request sends it.
+			waitServerTime(t, client, redisShort)
+			next, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w2", Nonce: NewNonce(), MarksSending: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if next.Verdict != VerdictRetry {
+				t.Fatalf("after the lease: %s (path %q); want retry: nothing was sent", next.Verdict, next.Path)
+			}
+		})
+	}
+}
+
+// redisShort is the lease the freeze tests wait out.
+const redisShort = 150 * time.Millisecond
+
+// waitServerTime returns once Redis's own clock has moved d past its
+// reading now, so a lease judged by that clock has run out.
+func waitServerTime(t *testing.T, client redis.UniversalClient, d time.Duration) {
+	t.Helper()
+	start, err := client.Time(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(pollBound)
+	for {
+		now, err := client.Time(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now.Sub(start) > d {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis TIME did not move %v in %v", d, pollBound)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a clock, not synchronising
+	}
+}
