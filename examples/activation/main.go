@@ -50,7 +50,7 @@ type options struct {
 	redis       string
 	destination string
 	slow        time.Duration
-	retention time.Duration
+	retention   time.Duration
 }
 
 func main() {

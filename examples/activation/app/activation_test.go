@@ -177,4 +177,3 @@ func TestReadmeCases(t *testing.T) {
 		}
 	})
 }
-

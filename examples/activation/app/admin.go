@@ -24,16 +24,16 @@ type admin struct {
 // RecordView is how the admin endpoints show a ledger record: its state
 // and history, never its stored response body or fingerprint.
 type RecordView struct {
-	Operation  string          `json:"operation"`
-	State      string          `json:"state"`
-	Owner      string          `json:"owner,omitempty"`
-	Sending    bool            `json:"sending"`
-	LeaseUntil *time.Time      `json:"lease_until,omitempty"`
-	Status     int             `json:"status,omitempty"` // the stored response's, once completed
-	Reason     string          `json:"reason,omitempty"`
-	Attempts   []AttemptView    `json:"attempts"`
-	CreatedAt  time.Time       `json:"created_at"`
-	ExpiresAt  time.Time       `json:"expires_at"`
+	Operation  string        `json:"operation"`
+	State      string        `json:"state"`
+	Owner      string        `json:"owner,omitempty"`
+	Sending    bool          `json:"sending"`
+	LeaseUntil *time.Time    `json:"lease_until,omitempty"`
+	Status     int           `json:"status,omitempty"` // the stored response's, once completed
+	Reason     string        `json:"reason,omitempty"`
+	Attempts   []AttemptView `json:"attempts"`
+	CreatedAt  time.Time     `json:"created_at"`
+	ExpiresAt  time.Time     `json:"expires_at"`
 }
 
 // AttemptView is one entry of a record's history (ledger.Attempt): an
