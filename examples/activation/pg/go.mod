@@ -6,6 +6,7 @@ require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/retrybudget/retrybudget v0.0.0
 	github.com/retrybudget/retrybudget/ledger/pgledger v0.0.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
