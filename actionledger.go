@@ -1,11 +1,8 @@
 package retrybudget
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -28,6 +25,8 @@ type ledgerCall struct {
 type LedgerEvent struct {
 	// Request is the caller's request.
 	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
 	// Action is the action.
 	Action Action
 	// Verdict is the ledger's decision, such as "created", "replayed",
@@ -146,15 +145,7 @@ func (c *call) replay(o *ledger.Outcome) *http.Response {
 	if o.BodyOmitted {
 		body = nil
 	}
-	resp := &http.Response{
-		Status:     fmt.Sprintf("%d %s", o.Status, http.StatusText(o.Status)),
-		StatusCode: o.Status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: o.Header.Clone(), Body: io.NopCloser(bytes.NewReader(body)),
-		ContentLength: int64(len(body)), Request: c.req,
-	}
-	if resp.Header == nil {
-		resp.Header = http.Header{}
-	}
+	resp := storedResponse(c.req, o.Status, o.Header, body)
 	c.out.Replayed, c.out.BodyOmitted = true, o.BodyOmitted
 	c.out.Class, c.out.StatusCode = ClassifyStatus(o.Status), o.Status
 	if c.out.Class != ClassSuccess {
@@ -238,6 +229,6 @@ func (c *call) settle(resp *http.Response) {
 // ledgerEvent reports to the Observer.
 func (c *call) ledgerEvent(verdict string, path []string, err error) {
 	if obs := c.t.cfg.Observer.Ledger; obs != nil {
-		obs(LedgerEvent{Request: c.req, Action: Action(c.led.key), Verdict: verdict, Path: path, Err: err})
+		obs(LedgerEvent{Request: c.req, Route: c.t.route, Action: Action(c.led.key), Verdict: verdict, Path: path, Err: err})
 	}
 }

@@ -19,7 +19,6 @@ func (c *call) admit() (reason, cause error) {
 		return nil, nil
 	}
 	ctx := c.req.Context()
-	var waited time.Duration
 	for {
 		d, err := lim.Allow(ctx, limiter.Request{Boundary: c.boundary, Owner: c.owner})
 		if err != nil {
@@ -39,13 +38,13 @@ func (c *call) admit() (reason, cause error) {
 			wait = at.Sub(now)
 		}
 		if obs := c.t.cfg.Observer.Limited; obs != nil {
-			obs(LimitEvent{Request: c.req, Boundary: c.boundary, Decision: d, Wait: wait})
+			obs(LimitEvent{Request: c.req, Route: c.t.route, Boundary: c.boundary, Decision: d, Wait: wait})
 		}
-		waited += wait
-		if waited > c.t.cfg.MaxWait || (!c.deadline.IsZero() && !at.Before(c.deadline)) {
+		if c.waited+wait > c.t.cfg.MaxWait || (!c.deadline.IsZero() && !at.Before(c.deadline)) {
 			c.out.RetryAt = at
 			return ErrRateLimited, nil
 		}
+		c.waited += wait
 		if err := c.t.clock.Sleep(ctx, wait); err != nil {
 			return err, err
 		}
@@ -69,7 +68,7 @@ func (c *call) cooldown(cls Classification) {
 		return
 	}
 	if obs := c.t.cfg.Observer.Cooldown; obs != nil {
-		obs(CooldownEvent{Request: c.req, Boundary: c.boundary, Until: until})
+		obs(CooldownEvent{Request: c.req, Route: c.t.route, Boundary: c.boundary, Until: until})
 	}
 	_ = lim.Cooldown(c.req.Context(), c.boundary, until)
 }
@@ -78,6 +77,8 @@ func (c *call) cooldown(cls Classification) {
 type CooldownEvent struct {
 	// Request is the caller's request whose answer caused the pause.
 	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
 	// Boundary is the paused limiter boundary.
 	Boundary string
 	// Until is the end of the pause.
@@ -88,6 +89,8 @@ type CooldownEvent struct {
 type LimitEvent struct {
 	// Request is the caller's request.
 	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
 	// Boundary is the limiter boundary the request counts against.
 	Boundary string
 	// Decision is the limiter's answer.

@@ -44,37 +44,42 @@ type call struct {
 	// res is the latest attempt's result, kept here so handing it to the
 	// Classifier costs no allocation.
 	res AttemptResult
+	// resend holds the ids under which a give-up answers an SDK's
+	// re-sends of this call (see repeat); numbered reports that the call
+	// is itself an SDK's numbered re-send, counted as a retry.
+	resend   []string
+	numbered bool
+	// waited is the time the call has spent waiting, on backoff, on
+	// Retry-After and on the limiter; it never exceeds MaxWait.
+	waited time.Duration
 }
 
 // newCall prepares the key, body and deadline of one call.
 func (t *Transport) newCall(req *http.Request) (*call, error) {
-	key, src, err := resolveKey(req, t.cfg.KeyHeader)
+	key, src, replaced, err := resolveKey(req, t.cfg.KeyHeader, t.noAction)
 	if err != nil {
 		return nil, err
 	}
 	c := &call{t: t, req: req, header: req.Header, dest: t.cfg.Destination(req)}
-	c.out.Key = key
+	c.out.Key, c.out.Route = key, t.route
 	if c.header == nil {
 		// net/http refuses a nil header for good; an empty one is meant.
 		c.header, c.headerCopied = http.Header{}, true
 	}
 	if src == keyAction || src == keyGenerated {
-		if !c.headerCopied {
-			c.header, c.headerCopied = c.header.Clone(), true
-		}
-		c.header.Set(t.cfg.KeyHeader, key)
+		c.setKey(key, replaced)
 	}
 	// A hop of a redirect that http.Client follows (req.Response is set)
 	// is not a new action: the first hop holds the ledger record.
-	if a, ok := ActionFrom(req.Context()); ok && t.cfg.Ledger != nil && req.Response == nil {
+	if a, ok := ActionFrom(req.Context()); ok && t.cfg.Ledger != nil && req.Response == nil && !t.noAction {
 		c.led = &ledgerCall{key: ledger.Key(a)}
 	}
 	if t.cfg.Limiter != nil {
 		c.boundary, c.owner = t.cfg.Boundary(req), ownerOf(req.Context())
 	}
 	idempotent := isIdempotent(req.Method)
-	c.repeatable = idempotent || src == keyCaller || src == keyAction ||
-		(src == keyGenerated && t.cfg.KeysHonoured)
+	c.repeatable = idempotent || src == keyCaller || (src == keyAction && !t.cfg.OmitKey) ||
+		(src == keyGenerated && t.cfg.KeysHonoured && !t.cfg.OmitKey)
 	c.traced = !idempotent
 	if c.body, err = prepareBody(req, t.cfg.MaxBodyBuffer); err != nil {
 		return nil, err
@@ -93,6 +98,9 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 // run sends attempts until one succeeds or the call must stop.
 func (c *call) run() (*http.Response, error) {
 	ctx := c.req.Context()
+	if resp, err, done := c.repeat(); done {
+		return resp, err
+	}
 	if c.led != nil {
 		if resp, err, done := c.reserve(); done {
 			return resp, err
@@ -102,7 +110,9 @@ func (c *call) run() (*http.Response, error) {
 		c.out.Class = ClassCapacity
 		return c.giveUp(nil, nil, ErrThrottled, func() {})
 	}
-	c.t.cfg.Budget.Deposit(ctx, c.dest)
+	if !c.numbered {
+		c.t.cfg.Budget.Deposit(ctx, c.dest)
+	}
 	for {
 		if reason, cause := c.admit(); reason != nil {
 			c.out.Class = ClassCapacity
@@ -131,9 +141,10 @@ func (c *call) run() (*http.Response, error) {
 		c.discard(a.resp)
 		a.cancel()
 		if obs := c.t.cfg.Observer.Retry; obs != nil {
-			obs(RetryEvent{Request: c.req, Attempt: c.out.Attempts + 1, Key: c.out.Key,
+			obs(RetryEvent{Request: c.req, Route: c.t.route, Attempt: c.out.Attempts + 1, Key: c.out.Key,
 				Class: a.cls.Class, Delay: plan.delay, RetryAfter: plan.retryAfter})
 		}
+		c.waited += plan.delay
 		if err := c.t.clock.Sleep(ctx, plan.delay); err != nil {
 			return c.giveUp(nil, err, err, func() {})
 		}
@@ -178,7 +189,7 @@ func (c *call) attempt() attemptResult {
 		th.record(c.dest, c.res.Now, cls.Class == ClassSuccess || cls.Class == ClassBusiness)
 	}
 	if obs := c.t.cfg.Observer.Attempt; obs != nil {
-		ev := AttemptEvent{Request: c.req, Attempt: c.out.Attempts, Key: c.out.Key,
+		ev := AttemptEvent{Request: c.req, Route: c.t.route, Attempt: c.out.Attempts, Key: c.out.Key,
 			Class: cls.Class, Err: err, Start: start, Duration: c.res.Now.Sub(start)}
 		if resp != nil {
 			ev.StatusCode = resp.StatusCode
@@ -286,6 +297,9 @@ func (c *call) decide(cls Classification) waitPlan {
 	c.out.RetryAt = plan.at
 	switch {
 	case plan.stop != nil:
+	case c.waited+plan.delay > c.t.cfg.MaxWait:
+		// No call waits longer than MaxWait in all, deadline or not.
+		plan.stop = ErrWaitTooLong
 	case c.out.Attempts >= c.t.cfg.MaxAttempts:
 		plan.stop = ErrAttemptsExhausted
 	case !c.body.replayable():
@@ -309,7 +323,7 @@ func (c *call) decide(cls Classification) waitPlan {
 func (c *call) withdraw() bool {
 	d := c.t.cfg.Budget.Withdraw(c.req.Context(), c.dest)
 	if obs := c.t.cfg.Observer.Budget; obs != nil {
-		obs(BudgetEvent{Request: c.req, Destination: c.dest, Decision: d})
+		obs(BudgetEvent{Request: c.req, Route: c.t.route, Destination: c.dest, Decision: d})
 	}
 	return d.Allowed
 }
@@ -330,6 +344,7 @@ func (c *call) giveUp(resp *http.Response, err, reason error, cancel context.Can
 	}
 	c.body.close()
 	c.settle(resp)
+	c.remember(resp, err)
 	if obs := c.t.cfg.Observer.GiveUp; obs != nil {
 		obs(GiveUpEvent{Request: c.req, Outcome: c.out})
 	}

@@ -27,12 +27,16 @@ type Observer struct {
 	// replayed, pending, conflict, uncertain, resend, reconcile) and for
 	// every store operation that failed.
 	Ledger func(LedgerEvent)
+	// KeyReplaced is called when an Action's key replaces the key the
+	// caller or an SDK had put in the key header.
+	KeyReplaced func(KeyEvent)
 }
 
 // isZero reports whether o observes nothing.
 func (o *Observer) isZero() bool {
 	return o.Attempt == nil && o.Retry == nil && o.GiveUp == nil &&
-		o.Budget == nil && o.Limited == nil && o.Cooldown == nil && o.Ledger == nil
+		o.Budget == nil && o.Limited == nil && o.Cooldown == nil && o.Ledger == nil &&
+		o.KeyReplaced == nil
 }
 
 // Observers returns an Observer that calls each of obs in turn for every
@@ -47,6 +51,7 @@ func Observers(obs ...Observer) Observer {
 		o.Limited = chain(o.Limited, x.Limited)
 		o.Cooldown = chain(o.Cooldown, x.Cooldown)
 		o.Ledger = chain(o.Ledger, x.Ledger)
+		o.KeyReplaced = chain(o.KeyReplaced, x.KeyReplaced)
 	}
 	return o
 }
@@ -66,6 +71,8 @@ func chain[E any](a, b func(E)) func(E) {
 type BudgetEvent struct {
 	// Request is the caller's request.
 	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
 	// Destination is the budget's destination key.
 	Destination string
 	// Decision is the budget's answer; Decision.Ratio() is the current
@@ -77,6 +84,8 @@ type BudgetEvent struct {
 type AttemptEvent struct {
 	// Request is the caller's request.
 	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
 	// Attempt is the attempt's number, starting at 1.
 	Attempt int
 	// Key is the idempotency key sent, if any.
@@ -97,6 +106,8 @@ type AttemptEvent struct {
 type RetryEvent struct {
 	// Request is the caller's request.
 	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
 	// Attempt is the number of the attempt that will be sent next.
 	Attempt int
 	// Key is the idempotency key sent, if any.
