@@ -24,9 +24,9 @@ import (
 // that number above zero and the request's fingerprint.
 
 // resendWindow is how long a give-up answers re-sends: longer than any
-// SDK's whole retry schedule (seconds), short enough that a job re-run by
-// its queue later is a new call.
-const resendWindow = time.Minute
+// SDK's sleep between two sends (stripe-go at most 5s, openai-go 8s),
+// short enough that a job re-run by its queue later is a new call.
+const resendWindow = 30 * time.Second
 
 // maxGiveUps bounds the give-ups a Transport remembers.
 const maxGiveUps = 10_000
@@ -101,22 +101,28 @@ func (g *giveUps) put(ids []string, e *giveUp, now time.Time) {
 
 // resendIDs returns the ids under which the call's give-up answers an
 // SDK's re-sends: the key the caller or SDK put in the key header, and the
-// fingerprint when an SDK numbers its sends. It also reports whether the
-// call is itself such a re-send by number.
-func (c *call) resendIDs() (ids []string, numbered bool) {
+// fingerprint when an SDK numbers its sends. lookup is the ids to look the
+// call itself up by: the key, and the fingerprint only when the call is a
+// numbered re-send (a first send of an identical request is a new call).
+func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
 	if k := c.req.Header.Get(c.t.cfg.KeyHeader); k != "" {
 		ids = append(ids, "key\x00"+k)
 	}
 	n, ok := retryCount(c.req.Header)
+	lookup = ids
 	if !ok {
-		return ids, false
+		return ids, lookup, false
 	}
 	body, err := c.body.content(c.t.cfg.MaxBodyBuffer)
 	if err != nil {
-		return ids, n > 0
+		return ids, lookup, n > 0
 	}
 	fp := ledger.Fingerprint(c.req.Method, c.req.URL, c.req.Header, []string{"Authorization"}, body)
-	return append(ids, "fp\x00"+fp), n > 0
+	ids = append(ids, "fp\x00"+fp)
+	if n > 0 {
+		lookup = ids
+	}
+	return ids, lookup, n > 0
 }
 
 // repeat answers the call from an earlier give-up when it is an SDK's
@@ -124,12 +130,12 @@ func (c *call) resendIDs() (ids []string, numbered bool) {
 // process, or too long ago) counts as a retry in the Budget, and is not
 // sent when the Budget refuses it. done reports that the call is answered.
 func (c *call) repeat() (resp *http.Response, err error, done bool) {
-	ids, numbered := c.resendIDs()
+	ids, lookup, numbered := c.resendIDs()
 	c.resend = ids
-	if len(ids) == 0 {
+	if len(lookup) == 0 {
 		return nil, nil, false
 	}
-	if g := c.t.gaveUp.get(ids, c.t.clock.Now()); g != nil {
+	if g := c.t.gaveUp.get(lookup, c.t.clock.Now()); g != nil {
 		c.withdraw() // a retry, whatever the Budget says: nothing is sent
 		resp, err = c.answer(g)
 		return resp, err, true

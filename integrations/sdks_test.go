@@ -3,6 +3,7 @@ package integrations_test
 import (
 	"context"
 	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/google/go-github/v84/github"
@@ -110,12 +111,27 @@ func twilioCall(ctx context.Context, url string, rt http.RoundTripper, _ bool) e
 	return err
 }
 
+// paypalClients caches one plutov/paypal client per fake and Transport,
+// as an application keeps one (it caches its access token).
+var paypalClients sync.Map // paypalClientKey → *paypal.Client
+
+type paypalClientKey struct {
+	url string
+	rt  http.RoundTripper
+}
+
 func paypalCall(ctx context.Context, url string, rt http.RoundTripper, _ bool) error {
-	c, err := integrations.PayPal("client", "secret", url, rt)
-	if err != nil {
-		return err
+	k := paypalClientKey{url, rt}
+	v, ok := paypalClients.Load(k)
+	if !ok {
+		c, err := integrations.PayPal("client", "secret", url, rt)
+		if err != nil {
+			return err
+		}
+		v, _ = paypalClients.LoadOrStore(k, c)
 	}
-	_, err = c.CreateOrder(ctx, paypal.OrderIntentCapture,
+	c := v.(*paypal.Client)
+	_, err := c.CreateOrder(ctx, paypal.OrderIntentCapture,
 		[]paypal.PurchaseUnitRequest{{Amount: &paypal.PurchaseUnitAmount{Currency: "USD", Value: "1.00"}}}, nil, nil)
 	return err
 }

@@ -56,6 +56,9 @@ type Reply struct {
 	// AfterEffect applies the request's effect before answering, as a
 	// provider that fails after doing the work does.
 	AfterEffect bool
+	// Reset closes the connection instead of answering, as a provider
+	// behind a failing load balancer does.
+	Reset bool
 }
 
 // stored is a key's first answer, or its request still in flight.
@@ -100,19 +103,34 @@ func (p *Provider) Fail(fault func(*http.Request) *Reply) {
 	p.mu.Unlock()
 }
 
-// Outage makes every request fail with status and, when retryAfter is
-// positive, a Retry-After in whole seconds; Outage(0, 0) ends it.
+// Outage makes every effect call (not auxiliary calls such as PayPal's
+// token) fail with status and, when retryAfter is positive, a Retry-After
+// in whole seconds, applying nothing; Outage(0, 0) ends it.
 func (p *Provider) Outage(status int, retryAfter time.Duration) {
 	if status == 0 {
 		p.Fail(nil)
 		return
 	}
-	p.Fail(func(*http.Request) *Reply {
+	p.Fail(func(r *http.Request) *Reply {
+		if !p.spec.effect(r) {
+			return nil
+		}
 		h := http.Header{}
 		if retryAfter > 0 {
 			h.Set("Retry-After", fmt.Sprint(int(retryAfter/time.Second)))
 		}
 		return &Reply{Status: status, Header: h}
+	})
+}
+
+// ResetOutage makes every effect call lose its connection without an
+// answer, applying nothing; Outage(0, 0) ends it.
+func (p *Provider) ResetOutage() {
+	p.Fail(func(r *http.Request) *Reply {
+		if !p.spec.effect(r) {
+			return nil
+		}
+		return &Reply{Reset: true}
 	})
 }
 
@@ -176,6 +194,10 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 	if reply != nil && !reply.AfterEffect {
 		p.arrivals = append(p.arrivals, a)
 		p.mu.Unlock()
+		if reply.Reset {
+			reset(w)
+			return
+		}
 		p.write(w, reply.Status, reply.Header, reply.Body)
 		return
 	}
@@ -241,6 +263,15 @@ func (p *Provider) write(w http.ResponseWriter, status int, h http.Header, body 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	io.WriteString(w, body)
+}
+
+// reset closes the request's connection without an answer.
+func reset(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	conn.Close()
 }
 
 // jsonString quotes s as a JSON string.
