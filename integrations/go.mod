@@ -8,6 +8,7 @@ require (
 	github.com/google/go-github/v84 v84.0.0
 	github.com/openai/openai-go/v3 v3.102.0
 	github.com/plutov/paypal/v4 v4.8.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/retrybudget/retrybudget v0.0.0-00010101000000-000000000000
 	github.com/sashabaranov/go-openai v1.43.0
 	github.com/slack-go/slack v0.36.0
@@ -25,7 +26,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect

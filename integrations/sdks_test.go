@@ -113,7 +113,7 @@ func twilioCall(ctx context.Context, url string, rt http.RoundTripper, _ bool) e
 
 // paypalClients caches one plutov/paypal client per fake and Transport,
 // as an application keeps one (it caches its access token).
-var paypalClients sync.Map // paypalClientKey → *paypal.Client
+var paypalClients sync.Map // paypalClientKey → func(context.Context) error
 
 type paypalClientKey struct {
 	url string
@@ -124,16 +124,27 @@ func paypalCall(ctx context.Context, url string, rt http.RoundTripper, _ bool) e
 	k := paypalClientKey{url, rt}
 	v, ok := paypalClients.Load(k)
 	if !ok {
-		c, err := integrations.PayPal("client", "secret", url, rt)
+		c, err := newPayPal(url, rt)
 		if err != nil {
 			return err
 		}
 		v, _ = paypalClients.LoadOrStore(k, c)
 	}
-	c := v.(*paypal.Client)
-	_, err := c.CreateOrder(ctx, paypal.OrderIntentCapture,
-		[]paypal.PurchaseUnitRequest{{Amount: &paypal.PurchaseUnitAmount{Currency: "USD", Value: "1.00"}}}, nil, nil)
-	return err
+	return v.(func(context.Context) error)(ctx)
+}
+
+// newPayPal returns a function creating one order through one
+// plutov/paypal client.
+func newPayPal(url string, rt http.RoundTripper) (func(context.Context) error, error) {
+	c, err := integrations.PayPal("client", "secret", url, rt)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		_, err := c.CreateOrder(ctx, paypal.OrderIntentCapture,
+			[]paypal.PurchaseUnitRequest{{Amount: &paypal.PurchaseUnitAmount{Currency: "USD", Value: "1.00"}}}, nil, nil)
+		return err
+	}, nil
 }
 
 // newTransport returns a Transport whose only Route is s's preset pointed
@@ -149,4 +160,3 @@ func start(t *testing.T, s sdk) *fakes.Provider {
 	t.Cleanup(p.Close)
 	return p
 }
-

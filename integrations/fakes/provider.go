@@ -1,6 +1,7 @@
 package fakes
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -170,6 +171,7 @@ func (p *Provider) Targets() []Arrival {
 
 func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body)) // for a fault that reads it
 	token := r.Header.Get("Authorization")
 	if token == "" && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
 		if form, err := url.ParseQuery(string(body)); err == nil {
