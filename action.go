@@ -2,48 +2,20 @@ package retrybudget
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"net/http"
 
 	"github.com/google/uuid"
+
+	"github.com/retrybudget/retrybudget/ledger"
 )
 
 // Action names one business action, such as "charge order 1234 for tenant
 // acme". Every attempt of the action, in this process or in a worker that
 // re-submits it after a crash, carries the same idempotency key, derived from
-// the Action alone.
-type Action struct {
-	// Tenant is the account the action is done for. Keys of two tenants
-	// never collide, even when Operation and Key are equal.
-	Tenant string
-	// Operation names the kind of action, such as "charge" or "refund".
-	Operation string
-	// Key identifies the action within the tenant and operation, such as
-	// an order or job id. It must not be empty.
-	Key string
-}
-
-// ErrInvalidAction is returned when the context carries an Action with an
-// empty Key.
-var ErrInvalidAction = errors.New("retrybudget: action has an empty key")
-
-// actionNamespace is the UUID namespace of derived keys. Changing it would
-// change every derived key, so it is fixed forever.
-var actionNamespace = uuid.MustParse("6f1c2a53-43c7-4c0e-9a8e-7d4b1e1f5a90")
-
-// IdempotencyKey returns the key sent to the provider for a: a name-based
-// UUID (RFC 9562 version 5) of the length-prefixed tenant, operation and key.
-// Length prefixes make the encoding injective, so ("a:b", "c") and ("a",
-// "b:c") differ. A UUID fits every provider's key format and length limit.
-func (a Action) IdempotencyKey() string {
-	buf := make([]byte, 0, 24+len(a.Tenant)+len(a.Operation)+len(a.Key))
-	for _, s := range [...]string{a.Tenant, a.Operation, a.Key} {
-		buf = binary.BigEndian.AppendUint64(buf, uint64(len(s)))
-		buf = append(buf, s...)
-	}
-	return uuid.NewSHA1(actionNamespace, buf).String()
-}
+// the Action alone (Action.IdempotencyKey), and the action ledger keeps one
+// record per Action. It is the ledger's Key: one identity for the provider's
+// key and the ledger's record.
+type Action = ledger.Key
 
 type actionCtxKey struct{}
 

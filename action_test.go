@@ -2,12 +2,15 @@ package retrybudget
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/retrybudget/retrybudget/budget"
 )
 
 func TestIdempotencyKeyIsStableAndDistinct(t *testing.T) {
@@ -45,7 +48,7 @@ func TestActionKeySurvivesARestart(t *testing.T) {
 	act := Action{Tenant: "acme", Operation: "charge", Key: "order-7"}
 	for i := 0; i < 2; i++ {
 		tr, _ := newFakeTransport(Config{})
-		resp, err := send(t, tr, WithAction(context.Background(), act), "POST", p.URL, "x")
+		resp, err := send(WithAction(context.Background(), act), t, tr, "POST", p.URL, "x")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +68,7 @@ func TestKeyHeaderIsConfigurable(t *testing.T) {
 	})
 	tr, _ := newFakeTransport(Config{KeyHeader: "paypal-request-id"})
 	act := Action{Tenant: "acme", Operation: "capture", Key: "o-1"}
-	resp, err := send(t, tr, WithAction(context.Background(), act), "POST", p.URL, "x")
+	resp, err := send(WithAction(context.Background(), act), t, tr, "POST", p.URL, "x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +82,7 @@ func TestIdempotentMethodsGetNoGeneratedKey(t *testing.T) {
 	for _, m := range []string{"GET", "HEAD", "OPTIONS", "PUT", "DELETE"} {
 		p := newProvider(t, status(200))
 		tr, _ := newFakeTransport(Config{})
-		resp, err := send(t, tr, context.Background(), m, p.URL, "")
+		resp, err := send(context.Background(), t, tr, m, p.URL, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +108,7 @@ func TestConcurrentPostsGetDistinctKeysKeptAcrossRetries(t *testing.T) {
 		}
 		w.WriteHeader(201)
 	})
-	tr, _ := newFakeTransport(Config{Budget: UnlimitedBudget{}}) // every call retries once, by design
+	tr, _ := newFakeTransport(Config{Budget: budget.Unlimited{}}) // every call retries once, by design
 	const n = 20
 	keys := make([]string, n)
 	var wg sync.WaitGroup
@@ -139,5 +142,14 @@ func TestConcurrentPostsGetDistinctKeysKeptAcrossRetries(t *testing.T) {
 		if perKey[k] != 2 {
 			t.Fatalf("key %q seen %d times; want 2 (first attempt and its retry)", k, perKey[k])
 		}
+	}
+}
+
+func TestInvalidAction(t *testing.T) {
+	tr, _ := newFakeTransport(Config{})
+	ctx := WithAction(context.Background(), Action{Tenant: "t", Operation: "op"})
+	_, err := send(ctx, t, tr, "POST", "http://127.0.0.1:1/", "x")
+	if !errors.Is(err, ErrInvalidAction) {
+		t.Fatalf("error %v; want ErrInvalidAction", err)
 	}
 }

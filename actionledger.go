@@ -1,42 +1,51 @@
 package retrybudget
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
 	"time"
 
+	"github.com/retrybudget/retrybudget/internal/readahead"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
-// ledgerCall is one call's part in the action ledger.
-type ledgerCall struct {
-	key ledger.Key
+// ledgerGate is one call's part in the action ledger: it reserves the
+// action before anything is sent, records each send, and settles the
+// record when the call ends. It reports what it decided; the call loop
+// writes the Outcome.
+type ledgerGate struct {
+	key    ledger.Key
+	cfg    *Config
+	caller *http.Request // for the fingerprint and the Observer
+	route  string        // for the Observer
 	// token is the fencing token; zero while the call does not own the
-	// action.
+	// action (nothing to record or settle).
 	token int64
 	// keeper renews the lease while the owning call runs; nil otherwise.
 	keeper *ledger.Keeper
 }
 
-// LedgerEvent describes one action ledger decision or failure.
-type LedgerEvent struct {
-	// Request is the caller's request.
-	Request *http.Request
-	// Route names the Route that matched the request; empty when none did.
-	Route string
-	// Action is the action.
-	Action Action
-	// Verdict is the ledger's decision, such as "created", "replayed",
-	// "pending", "conflict", "uncertain", "resend" or "reconcile"; or the
-	// store operation that failed ("complete", "fail", "attempt", "renew").
-	Verdict string
-	// Path is the decision path in words, from ledger.Resolve.
-	Path []string
-	// Err is the store's error, if any.
-	Err error
+// reservation is the ledger's answer before the call sends anything: send
+// it (the zero value: the call owns the action), answer with a stored
+// outcome (replay), or end the call unsent (stop).
+type reservation struct {
+	// replay is the stored outcome of a completed action.
+	replay *ledger.Outcome
+	// stop is why the action must not be sent: ErrPending, ErrConflict,
+	// ErrUncertain, ErrLedger or ErrBodyNotReplayable.
+	stop error
+	// cause is the store's or the ledger's error.
+	cause error
+	// retryAt, with ErrPending, is when the other call's lease ends.
+	retryAt time.Time
+	// maybeApplied reports that an earlier call may have applied it.
+	maybeApplied bool
 }
 
 // defaultLedgerOwner names this process in ledger records.
@@ -45,142 +54,108 @@ func defaultLedgerOwner() string {
 	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
-// reserve looks the call's action up in the ledger and applies the matrix
-// of ledger.Resolve. It returns done with the call's result when the action
-// must not be sent: a replay, a pending or conflicting action, an uncertain
-// one. Otherwise the call owns the action and sends it.
-func (c *call) reserve() (resp *http.Response, err error, done bool) {
-	ctx := c.req.Context()
-	body, err := c.body.content(c.t.cfg.MaxBodyBuffer)
-	if err != nil {
-		return c.ledgerStop(ErrBodyNotReplayable, err)
+// reserve looks the action up in the ledger and applies the matrix of
+// ledger.Resolve to the request whose replayable body is body (bodyErr
+// when it has none). now is the Transport's time, for retryAt.
+func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, now time.Time) reservation {
+	if bodyErr != nil {
+		return reservation{stop: ErrBodyNotReplayable, cause: bodyErr}
 	}
-	cfg := &c.t.cfg
-	res, err := cfg.Ledger.Reserve(ctx, ledger.ReserveRequest{
-		Key:          c.led.key,
-		Fingerprint:  ledger.Fingerprint(c.req.Method, c.req.URL, c.req.Header, cfg.LedgerHeaders, body),
-		Owner:        cfg.LedgerOwner,
-		Lease:        cfg.LedgerLease,
-		Reconciler:   cfg.Reconciler != nil,
+	cfg, req := g.cfg, g.caller
+	res, err := cfg.Ledger.Store.Reserve(ctx, ledger.ReserveRequest{
+		Key:          g.key,
+		Fingerprint:  ledger.Fingerprint(req.Method, req.URL, req.Header, cfg.Ledger.Headers, body),
+		Owner:        cfg.Ledger.Owner,
+		Lease:        cfg.Ledger.Lease,
+		Reconciler:   cfg.Ledger.Reconciler != nil,
 		KeysHonoured: cfg.KeysHonoured,
 	})
 	if err != nil {
-		c.ledgerEvent("reserve", nil, err)
-		return c.ledgerStop(ErrLedger, err)
+		g.failed("reserve", err)
+		return reservation{stop: ErrLedger, cause: err}
 	}
-	c.ledgerEvent(res.Verdict.String(), res.Path, nil)
-	c.led.token = res.Token
+	g.decided(res.Verdict, res.Path)
 	switch res.Verdict {
 	case ledger.VerdictCreated, ledger.VerdictRetry, ledger.VerdictResend:
-		c.keepLease()
-		return nil, nil, false
+		g.own(ctx, res.Token)
+		return reservation{}
 	case ledger.VerdictReplayed:
-		return c.replay(res.Record.Outcome), nil, true
+		return reservation{replay: storedOutcome(res.Record.Outcome)}
 	case ledger.VerdictReconcile:
-		return c.reconcile(res.Record)
+		return g.reconcile(ctx, res.Record, res.Token)
 	case ledger.VerdictPending, ledger.VerdictDelayed:
-		c.out.RetryAt = c.t.clock.Now().Add(max(res.RetryAfter, time.Millisecond))
-		return c.ledgerStop(ErrPending, res.Err())
+		return reservation{stop: ErrPending, cause: res.Err(), retryAt: now.Add(max(res.RetryAfter, time.Millisecond))}
 	case ledger.VerdictConflict:
-		return c.ledgerStop(ErrConflict, res.Err())
+		return reservation{stop: ErrConflict, cause: res.Err()}
 	default: // VerdictUncertain
-		c.out.MaybeApplied = true
-		return c.ledgerStop(ErrUncertain, res.Err())
+		return reservation{stop: ErrUncertain, cause: res.Err(), maybeApplied: true}
 	}
 }
 
+// storedOutcome is o, or a bare 200 for a completed record without one.
+func storedOutcome(o *ledger.Outcome) *ledger.Outcome {
+	if o == nil {
+		return &ledger.Outcome{Status: http.StatusOK}
+	}
+	return o
+}
+
 // reconcile asks the configured Reconciler what became of an action whose
-// owner died, and settles the record: a completed action is replayed, one
-// that never happened is sent under the same key, an unknown one stays
-// uncertain for an operator.
-func (c *call) reconcile(rec ledger.Record) (*http.Response, error, bool) {
-	ctx := c.req.Context()
-	res, err := c.t.cfg.Reconciler(ctx, rec)
+// owner died, and settles the record under token: a completed action is
+// replayed, one that never happened is sent under the same key, an unknown
+// one stays uncertain for an operator.
+func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record, token int64) reservation {
+	res, err := g.cfg.Ledger.Reconciler(ctx, rec)
 	if err != nil {
 		res = ledger.Resolution{State: ledger.StateUncertain, Reason: "reconciler failed"}
 	}
 	switch res.State {
 	case ledger.StateFailed:
 		// The provider never acted: this call owns the action, send it.
-		c.keepLease()
-		return nil, nil, false
+		g.own(ctx, token)
+		return reservation{}
 	case ledger.StateCompleted:
-		if serr := ledger.Settle(ctx, c.t.cfg.Ledger, c.led.key, c.led.token, res); serr != nil {
-			c.ledgerEvent("complete", nil, serr)
+		if serr := ledger.Settle(ctx, g.cfg.Ledger.Store, g.key, token, res); serr != nil {
+			g.failed("complete", serr)
 		}
 		o := res.Outcome
-		return c.replay(&o), nil, true
+		return reservation{replay: &o}
 	}
-	if serr := ledger.Settle(ctx, c.t.cfg.Ledger, c.led.key, c.led.token, ledger.Resolution{State: ledger.StateUncertain, Reason: res.Reason}); serr != nil {
-		c.ledgerEvent("fail", nil, serr)
+	if serr := ledger.Settle(ctx, g.cfg.Ledger.Store, g.key, token, ledger.Resolution{State: ledger.StateUncertain, Reason: res.Reason}); serr != nil {
+		g.failed("fail", serr)
 	}
-	c.out.MaybeApplied = true
-	return c.ledgerStop(ErrUncertain, errors.Join(err, ledger.ErrUncertain))
+	return reservation{stop: ErrUncertain, cause: errors.Join(err, ledger.ErrUncertain), maybeApplied: true}
 }
 
-// ledgerStop ends a call the ledger kept from being sent.
-func (c *call) ledgerStop(reason, cause error) (*http.Response, error, bool) {
-	c.led.token = 0 // nothing to settle
-	// Nothing was sent by this call: the class says what kind of "no".
-	switch reason {
-	case ErrPending:
-		c.out.Class = ClassCapacity // not now: another call holds it
-	case ErrConflict:
-		c.out.Class = ClassBusiness // the request itself is wrong
-	case ErrUncertain:
-		c.out.Class = ClassMaybeSent // an earlier call may have applied it
-	default:
-		c.out.Class = ClassNotSent
-	}
-	resp, err := c.giveUp(nil, cause, reason, func() {})
-	return resp, err, true
-}
-
-// replay builds the stored response of a completed action.
-func (c *call) replay(o *ledger.Outcome) *http.Response {
-	if o == nil {
-		o = &ledger.Outcome{Status: http.StatusOK}
-	}
-	body := o.Body
-	if o.BodyOmitted {
-		body = nil
-	}
-	resp := storedResponse(c.req, o.Status, o.Header, body)
-	c.out.Replayed, c.out.BodyOmitted = true, o.BodyOmitted
-	c.out.Class, c.out.StatusCode = ClassifyStatus(o.Status), o.Status
-	if c.out.Class != ClassSuccess {
-		c.out.Reason = ErrRejected
-	}
-	return c.attach(resp, func() {})
-}
-
-// keepLease renews the owned action's lease in the background for as long
-// as the call runs, so a long attempt keeps its action; settle stops it.
-func (c *call) keepLease() {
-	c.led.keeper = ledger.KeepLease(c.req.Context(), c.t.cfg.Ledger, c.led.key, c.led.token, c.t.cfg.LedgerLease)
+// own makes the call the action's owner under token, and renews the lease
+// in the background for as long as the call runs, so a long attempt keeps
+// its action; settle stops it.
+func (g *ledgerGate) own(ctx context.Context, token int64) {
+	g.token = token
+	g.keeper = ledger.KeepLease(ctx, g.cfg.Ledger.Store, g.key, token, g.cfg.Ledger.Lease)
 }
 
 // lostLease reports whether the call owned its action and lost the lease
 // to another worker (its renewal met a newer fencing token).
-func (c *call) lostLease() bool {
-	if c.led == nil || c.led.keeper == nil {
+func (g *ledgerGate) lostLease() bool {
+	if g.keeper == nil {
 		return false
 	}
 	select {
-	case <-c.led.keeper.Lost():
+	case <-g.keeper.Lost():
 		return true
 	default:
 		return false
 	}
 }
 
-// ledgerAttempt records one send in the action's history.
-func (c *call) ledgerAttempt(cls Class) {
-	if c.led == nil || c.led.token == 0 {
+// attempt records one send of class cls in the action's history.
+func (g *ledgerGate) attempt(ctx context.Context, cls Class) {
+	if g.token == 0 {
 		return
 	}
-	if _, err := c.t.cfg.Ledger.AddAttempt(c.req.Context(), c.led.key, c.led.token, cls.String()); err != nil {
-		c.ledgerEvent("attempt", nil, err)
+	if _, err := g.cfg.Ledger.Store.AddAttempt(ctx, g.key, g.token, cls.String()); err != nil {
+		g.failed("attempt", err)
 	}
 }
 
@@ -188,47 +163,88 @@ func (c *call) ledgerAttempt(cls Class) {
 // to arrive in order to store it; a slower body is stored as omitted.
 const settleWait = time.Second
 
-// settle records how the owned action ended. The provider's answer (a
+// settle records how the owned action ended, as out says, with resp the
+// response returned to the caller, if any. The provider's answer (a
 // success, or a business error the Transport did not retry) completes the
 // action and will be replayed; anything else fails it, as uncertain when an
 // attempt may have been applied. To store the body, it is read ahead (up to
 // MaxBodyBuffer) while settle waits at most settleWait; the caller still
 // gets the whole body.
-func (c *call) settle(resp *http.Response) {
-	if c.led == nil || c.led.token == 0 {
+func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Response) {
+	if g.token == 0 {
 		return
 	}
-	if c.led.keeper != nil {
-		c.led.keeper.Stop()
+	if g.keeper != nil {
+		g.keeper.Stop()
 	}
-	ctx := context.WithoutCancel(c.req.Context()) // record even if the caller gave up
-	store := c.t.cfg.Ledger
-	answered := c.out.Reason == nil || c.out.Reason == ErrRejected
-	if resp == nil || !answered || (c.out.Class != ClassSuccess && c.out.Class != ClassBusiness) {
+	ctx = context.WithoutCancel(ctx) // record even if the caller gave up
+	store := g.cfg.Ledger.Store
+	answered := out.Reason == nil || out.Reason == ErrRejected
+	if resp == nil || !answered || (out.Class != ClassSuccess && out.Class != ClassBusiness) {
 		reason := "gave up"
-		if c.out.Reason != nil {
-			reason = c.out.Reason.Error()
+		if out.Reason != nil {
+			reason = out.Reason.Error()
 		}
-		if err := store.Fail(ctx, c.led.key, c.led.token, ledger.Failure{EffectPossible: c.out.MaybeApplied, Reason: reason}); err != nil {
-			c.ledgerEvent("fail", nil, err)
+		if err := store.Fail(ctx, g.key, g.token, ledger.Failure{EffectPossible: out.MaybeApplied, Reason: reason}); err != nil {
+			g.failed("fail", err)
 		}
 		return
 	}
 	o := ledger.Outcome{Status: resp.StatusCode, Header: resp.Header, BodyOmitted: true, BodyLen: -1}
 	// An upgraded connection is a stream, not a body to store.
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		if body, ok := ReadAhead(resp, c.t.cfg.MaxBodyBuffer, settleWait); ok {
+		if body, ok := readahead.Read(resp, g.cfg.MaxBodyBuffer, settleWait); ok {
 			o.Body, o.BodyOmitted, o.BodyLen = body, false, 0
 		}
 	}
-	if err := store.Complete(ctx, c.led.key, c.led.token, o); err != nil {
-		c.ledgerEvent("complete", nil, err)
+	if err := store.Complete(ctx, g.key, g.token, o); err != nil {
+		g.failed("complete", err)
 	}
 }
 
-// ledgerEvent reports to the Observer.
-func (c *call) ledgerEvent(verdict string, path []string, err error) {
-	if obs := c.t.cfg.Observer.Ledger; obs != nil {
-		obs(LedgerEvent{Request: c.req, Route: c.t.route, Action: Action(c.led.key), Verdict: verdict, Path: path, Err: err})
+// decided reports the reservation's verdict to the Observer.
+func (g *ledgerGate) decided(v ledger.Verdict, path []string) {
+	if obs := g.cfg.Observer.Ledger; obs != nil {
+		obs(LedgerEvent{Request: g.caller, Route: g.route, Action: g.key, Op: "reserve", Verdict: v, Path: path})
 	}
+}
+
+// failed reports a store operation op that failed with err to the
+// Observer.
+func (g *ledgerGate) failed(op string, err error) {
+	if obs := g.cfg.Observer.Ledger; obs != nil {
+		obs(LedgerEvent{Request: g.caller, Route: g.route, Action: g.key, Op: op, Err: err})
+	}
+}
+
+// replayResponse builds the response of a stored outcome o, for req.
+func replayResponse(req *http.Request, o *ledger.Outcome) *http.Response {
+	body := o.Body
+	if o.BodyOmitted {
+		body = nil
+	}
+	resp := &http.Response{
+		Status:     fmt.Sprintf("%d %s", o.Status, http.StatusText(o.Status)),
+		StatusCode: o.Status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: o.Header.Clone(), Body: io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)), Request: req,
+	}
+	if resp.Header == nil {
+		resp.Header = http.Header{}
+	}
+	return resp
+}
+
+// unsentClass is the class of a call the ledger kept from being sent: it
+// says what kind of "no" it was.
+func unsentClass(reason error) Class {
+	switch reason {
+	case ErrPending:
+		return ClassCapacity // not now: another call holds it
+	case ErrConflict:
+		return ClassBusiness // the request itself is wrong
+	case ErrUncertain:
+		return ClassMaybeSent // an earlier call may have applied it
+	}
+	return ClassNotSent
 }

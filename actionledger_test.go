@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
 // chargeTo sends one payment for act to url through tr with body.
 func chargeTo(t *testing.T, tr http.RoundTripper, url string, act Action, body string) (*http.Response, error) {
 	t.Helper()
-	return send(t, tr, WithAction(context.Background(), act), "POST", url, body)
+	return send(WithAction(context.Background(), act), t, tr, "POST", url, body)
 }
 
 // readAll returns resp's body and its Outcome.
@@ -32,7 +33,7 @@ func readAll(t *testing.T, resp *http.Response) (string, Outcome) {
 
 func stateOf(t *testing.T, s ledger.Store, act Action) ledger.Record {
 	t.Helper()
-	r, err := s.Get(context.Background(), ledger.Key(act))
+	r, err := s.Get(context.Background(), act)
 	if err != nil {
 		t.Fatalf("ledger Get: %v", err)
 	}
@@ -44,7 +45,7 @@ var order = Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
 func testLedgerReplaysACompletedAction(t *testing.T, store ledger.Store) {
 	p := newPayments(t, false) // no provider dedup: only the ledger prevents a second effect
 	var verdicts []string
-	tr, _ := newFakeTransport(Config{Ledger: store, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict) }}})
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict.String()) }}})
 	first, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func testLedgerReplaysACompletedAction(t *testing.T, store ledger.Store) {
 func testLedgerConflictOnChangedPayload(t *testing.T, store ledger.Store) {
 	p := newPayments(t, false)
 	var verdicts []string
-	tr, _ := newFakeTransport(Config{Ledger: store, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict) }}})
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict.String()) }}})
 	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func testLedgerOneOfFiftyConcurrentSubmissionsIsSent(t *testing.T, store ledger.
 	p.mu.Lock()
 	p.hold = func() { <-release } // keep the winner in flight while the others arrive
 	p.mu.Unlock()
-	tr, _ := newFakeTransport(Config{Ledger: store})
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	results := map[string]int{}
@@ -157,7 +158,7 @@ func testLedgerLostResponseOneEffect(t *testing.T, store ledger.Store) {
 		return ""
 	}
 	p.mu.Unlock()
-	tr, _ := newFakeTransport(Config{Ledger: store})
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}})
 	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +180,7 @@ func testLedgerRepeated429sKeepOneIdentity(t *testing.T, store ledger.Store) {
 		return ""
 	}
 	p.mu.Unlock()
-	tr, _ := newFakeTransport(Config{Ledger: store, MaxAttempts: 2, Budget: UnlimitedBudget{}})
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}, MaxAttempts: 2, Budget: budget.Unlimited{}})
 	// First call: two 429s, gives up; the record must survive as failed
 	// (no effect), keeping the action's identity.
 	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
@@ -216,7 +217,7 @@ func TestLedgerExpiredRecordRunsAsNewAction(t *testing.T) {
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	store := ledger.NewMemory(ledger.MemoryConfig{Config: ledger.Config{Retention: time.Hour}, Now: clock})
-	tr, _ := newFakeTransport(Config{Ledger: store})
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}})
 	for i := range 2 {
 		resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
 		if err != nil {
@@ -243,7 +244,7 @@ func testLedgerLongCallKeepsItsLease(t *testing.T, store ledger.Store) {
 	p.mu.Lock()
 	p.hold = func() { once.Do(func() { close(arrived); <-release }) }
 	p.mu.Unlock()
-	cfg := Config{Ledger: store, LedgerLease: 150 * time.Millisecond, KeysHonoured: true}
+	cfg := Config{Ledger: LedgerConfig{Store: store, Lease: 150 * time.Millisecond}, KeysHonoured: true}
 	done := make(chan error, 1)
 	go func() {
 		resp, err := chargeTo(t, New(cfg), p.URL, order, `{"amount":100}`)
@@ -280,10 +281,10 @@ func ledgerStores(t *testing.T) map[string]func(t *testing.T) ledger.Store {
 	return map[string]func(t *testing.T) ledger.Store{
 		"memory": func(t *testing.T) ledger.Store { return ledger.NewMemory(ledger.MemoryConfig{}) },
 		"redis": func(t *testing.T) ledger.Store {
-			return ledger.NewRedis(redistest.Client(t), ledger.RedisConfig{Prefix: redistest.Prefix(t)})
+			return redistest.Must(ledger.NewRedis(redistest.Client(t), ledger.RedisConfig{Prefix: redistest.Prefix(t)}))(t)
 		},
 		"cluster": func(t *testing.T) ledger.Store {
-			return ledger.NewRedis(cluster.Client(t), ledger.RedisConfig{Prefix: redistest.Prefix(t)})
+			return redistest.Must(ledger.NewRedis(cluster.Client(t), ledger.RedisConfig{Prefix: redistest.Prefix(t)}))(t)
 		},
 	}
 }
@@ -314,7 +315,7 @@ func testLedgerRateLimitedCallKeepsItsRecord(t *testing.T, store ledger.Store) {
 	p := newPayments(t, false)
 	// The limiter first refuses with a wait past MaxWait, then allows.
 	lim := &scriptedLimiter{decisions: []limiter.Decision{{RetryAfter: time.Hour}, allow}}
-	tr, _ := newFakeTransport(Config{Ledger: store, Limiter: lim})
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}, Limiter: lim})
 	_, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
 	if !errors.Is(err, ErrRateLimited) {
 		t.Fatalf("error %v; want ErrRateLimited", err)

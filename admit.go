@@ -8,45 +8,64 @@ import (
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
-// admit waits on the Limiter before an attempt, first attempts and retries
-// alike. It waits only while the wait fits the deadline and MaxWait;
-// otherwise it returns ErrRateLimited at once, with the time the limiter
-// named in c.out.RetryAt. It returns ErrLimiter when the limiter cannot
-// decide (its own policy chose to fail closed), with the cause.
-func (c *call) admit() (reason, cause error) {
-	lim := c.t.cfg.Limiter
-	if lim == nil {
-		return nil, nil
-	}
-	ctx := c.req.Context()
+// limitGate is the rate limiter's gate before every attempt, first
+// attempts and retries alike. It holds what one call needs to ask the
+// limiter and reports what it decided; the call loop writes the Outcome.
+type limitGate struct {
+	lim      limiter.Limiter
+	req      limiter.Request // the boundary and the tenant
+	caller   *http.Request   // for the Observer
+	route    string          // for the Observer
+	clock    clock
+	maxWait  time.Duration
+	observer *Observer
+}
+
+// admission is the gate's answer. stop is nil when the attempt may go.
+type admission struct {
+	// stop is ErrRateLimited when the wait cannot fit the deadline or
+	// MaxWait, ErrLimiter when the limiter cannot decide, or the context's
+	// error.
+	stop error
+	// cause is the limiter's error, if any.
+	cause error
+	// retryAt, with ErrRateLimited, is when the limiter expects room.
+	retryAt time.Time
+	// waited is the call's waits so far, this admission's included.
+	waited time.Duration
+}
+
+// admit waits on the limiter while the wait fits the deadline and MaxWait
+// (all waits of the call counted together, waited of them before this
+// admission), and reports why not otherwise.
+func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.Duration) admission {
 	for {
-		d, err := lim.Allow(ctx, limiter.Request{Boundary: c.boundary, Owner: c.owner})
+		d, err := g.lim.Allow(ctx, g.req)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
-				return ctxErr, err
+				return admission{stop: ctxErr, cause: err, waited: waited}
 			}
-			return ErrLimiter, err
+			return admission{stop: ErrLimiter, cause: err, waited: waited}
 		}
 		if d.Allowed {
-			return nil, nil
+			return admission{waited: waited}
 		}
-		now := c.t.clock.Now()
+		now := g.clock.Now()
 		wait := max(d.RetryAfter, time.Millisecond)
 		at := now.Add(wait)
 		if !d.CooldownUntil.IsZero() && d.CooldownUntil.After(at) {
 			at = d.CooldownUntil
 			wait = at.Sub(now)
 		}
-		if obs := c.t.cfg.Observer.Limited; obs != nil {
-			obs(LimitEvent{Request: c.req, Route: c.t.route, Boundary: c.boundary, Decision: d, Wait: wait})
+		if obs := g.observer.Limited; obs != nil {
+			obs(LimitEvent{Request: g.caller, Route: g.route, Boundary: g.req.Boundary, Decision: d, Wait: wait})
 		}
-		if c.waited+wait > c.t.cfg.MaxWait || (!c.deadline.IsZero() && !at.Before(c.deadline)) {
-			c.out.RetryAt = at
-			return ErrRateLimited, nil
+		if waited+wait > g.maxWait || (!deadline.IsZero() && !at.Before(deadline)) {
+			return admission{stop: ErrRateLimited, retryAt: at, waited: waited}
 		}
-		c.waited += wait
-		if err := c.t.clock.Sleep(ctx, wait); err != nil {
-			return err, err
+		waited += wait
+		if err := g.clock.Sleep(ctx, wait); err != nil {
+			return admission{stop: err, cause: err, waited: waited}
 		}
 	}
 }
@@ -55,11 +74,7 @@ func (c *call) admit() (reason, cause error) {
 // back on a capacity answer, or that the quota is spent until a reset, so
 // every worker sharing it stops at once. A failure to store the pause only
 // loses that fleet-wide benefit.
-func (c *call) cooldown(cls Classification) {
-	lim := c.t.cfg.Limiter
-	if lim == nil {
-		return
-	}
+func (g *limitGate) cooldown(ctx context.Context, cls Classification) {
 	until := cls.PauseUntil
 	if cls.Class == ClassCapacity && cls.RetryAt.After(until) {
 		until = cls.RetryAt
@@ -67,42 +82,8 @@ func (c *call) cooldown(cls Classification) {
 	if until.IsZero() {
 		return
 	}
-	if obs := c.t.cfg.Observer.Cooldown; obs != nil {
-		obs(CooldownEvent{Request: c.req, Route: c.t.route, Boundary: c.boundary, Until: until})
+	if obs := g.observer.Cooldown; obs != nil {
+		obs(CooldownEvent{Request: g.caller, Route: g.route, Boundary: g.req.Boundary, Until: until})
 	}
-	_ = lim.Cooldown(c.req.Context(), c.boundary, until)
-}
-
-// CooldownEvent describes a pause of a whole limiter boundary.
-type CooldownEvent struct {
-	// Request is the caller's request whose answer caused the pause.
-	Request *http.Request
-	// Route names the Route that matched the request; empty when none did.
-	Route string
-	// Boundary is the paused limiter boundary.
-	Boundary string
-	// Until is the end of the pause.
-	Until time.Time
-}
-
-// LimitEvent describes a wait imposed by the rate limiter.
-type LimitEvent struct {
-	// Request is the caller's request.
-	Request *http.Request
-	// Route names the Route that matched the request; empty when none did.
-	Route string
-	// Boundary is the limiter boundary the request counts against.
-	Boundary string
-	// Decision is the limiter's answer.
-	Decision limiter.Decision
-	// Wait is how long the Transport waits (or would wait) before asking
-	// again.
-	Wait time.Duration
-}
-
-// ownerOf returns the tenant of the action in ctx, for the limiter's
-// per-owner share.
-func ownerOf(ctx context.Context) string {
-	a, _ := ActionFrom(ctx)
-	return a.Tenant
+	_ = g.lim.Cooldown(ctx, g.req.Boundary, until)
 }

@@ -47,7 +47,7 @@ func TestLimiterWaitsBeforeEveryAttempt(t *testing.T) {
 	lim := &scriptedLimiter{decisions: []limiter.Decision{{RetryAfter: 2 * time.Second}, allow}}
 	tr, fc := newFakeTransport(Config{Limiter: lim, Boundary: limiter.Fixed("acct-1"), Jitter: -1, BaseDelay: 100 * time.Millisecond})
 	ctx := WithAction(context.Background(), Action{Tenant: "acme", Operation: "charge", Key: "o-1"})
-	resp, err := send(t, tr, ctx, "POST", p.URL, "x")
+	resp, err := send(ctx, t, tr, "POST", p.URL, "x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestLimiterWaitThatCannotFitGivesUpAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	start := fc.Now()
-	_, err := send(t, tr, ctx, "GET", p.URL, "")
+	_, err := send(ctx, t, tr, "GET", p.URL, "")
 	var e *Error
 	if !errors.Is(err, ErrRateLimited) || !errors.As(err, &e) || e.Class != ClassCapacity || e.Attempts != 0 {
 		t.Fatalf("error %v; want a capacity *Error with ErrRateLimited and no attempt", err)
@@ -88,7 +88,7 @@ func TestLimiterCooldownFollowsRetryAfter(t *testing.T) {
 	lim := &scriptedLimiter{decisions: []limiter.Decision{allow}}
 	tr, fc := newFakeTransport(Config{Limiter: lim, Boundary: limiter.Fixed("acct-1")})
 	start := fc.Now()
-	resp, err := send(t, tr, context.Background(), "GET", p.URL, "")
+	resp, err := send(context.Background(), t, tr, "GET", p.URL, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestLimiterFailureEndsTheCall(t *testing.T) {
 	p := newProvider(t, status(200))
 	cause := fmt.Errorf("redis down: %w", limiter.ErrUnavailable)
 	tr, _ := newFakeTransport(Config{Limiter: &scriptedLimiter{err: cause}})
-	_, err := send(t, tr, context.Background(), "POST", p.URL, "x")
+	_, err := send(context.Background(), t, tr, "POST", p.URL, "x")
 	if !errors.Is(err, ErrLimiter) || !errors.Is(err, limiter.ErrUnavailable) {
 		t.Fatalf("error %v; want ErrLimiter wrapping limiter.ErrUnavailable", err)
 	}

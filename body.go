@@ -100,3 +100,13 @@ func (b *requestBody) close() {
 		b.first.Close()
 	}
 }
+
+// prefixedBody replays bytes already read in front of the unread rest of a
+// body, and closes the original.
+type prefixedBody struct {
+	r io.Reader
+	c io.Closer
+}
+
+func (b *prefixedBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *prefixedBody) Close() error               { return b.c.Close() }

@@ -2,22 +2,22 @@ package retrybudget
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/limiter"
 )
 
 // call is the state of one RoundTrip: the caller's request, the key and body
 // shared by its attempts, and the Outcome being built. One allocation holds
 // it all, the returned body wrapper included, to keep the success path lean.
+//
+// run is the one writer of out; the gates (limit, led) and the budget take
+// what they need and return what they decided.
 type call struct {
 	t      *Transport
 	req    *http.Request
@@ -34,9 +34,8 @@ type call struct {
 	traced   bool
 	body     requestBody
 	dest     string      // the destination for the Budget and the Throttle
-	boundary string      // the limiter boundary; empty without a Limiter
-	owner    string      // the tenant, for the limiter's per-owner share
-	led      *ledgerCall // nil without a Ledger or an Action
+	limit    limitGate   // limit.lim is nil without a Limiter
+	led      *ledgerGate // nil without a Ledger or an Action
 	deadline time.Time   // zero when the call has none
 	bo       *backoff.ExponentialBackOff
 	out      Outcome
@@ -69,13 +68,18 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	if src == keyAction || src == keyGenerated {
 		c.setKey(key, replaced)
 	}
+	action, hasAction := ActionFrom(req.Context())
+	hasAction = hasAction && !t.noAction
 	// A hop of a redirect that http.Client follows (req.Response is set)
 	// is not a new action: the first hop holds the ledger record.
-	if a, ok := ActionFrom(req.Context()); ok && t.cfg.Ledger != nil && req.Response == nil && !t.noAction {
-		c.led = &ledgerCall{key: ledger.Key(a)}
+	if hasAction && t.cfg.Ledger.Store != nil && req.Response == nil {
+		c.led = &ledgerGate{key: action, cfg: &t.cfg, caller: req, route: t.route}
 	}
 	if t.cfg.Limiter != nil {
-		c.boundary, c.owner = t.cfg.Boundary(req), ownerOf(req.Context())
+		// The tenant of the action is the limiter's owner, for its
+		// per-owner share.
+		c.limit = limitGate{lim: t.cfg.Limiter, req: limiter.Request{Boundary: t.cfg.Boundary(req), Owner: action.Tenant},
+			caller: req, route: t.route, clock: t.clock, maxWait: t.cfg.MaxWait, observer: &t.cfg.Observer}
 	}
 	idempotent := isIdempotent(req.Method)
 	c.repeatable = idempotent || src == keyCaller || (src == keyAction && !t.cfg.OmitKey) ||
@@ -95,28 +99,46 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	return c, nil
 }
 
-// run sends attempts until one succeeds or the call must stop.
+// noCancel is the cancel of a call that ends without an attempt context.
+func noCancel() {}
+
+// run sends attempts until one succeeds or the call must stop. It is the
+// one writer of c.out.
 func (c *call) run() (*http.Response, error) {
 	ctx := c.req.Context()
 	if resp, err, done := c.repeat(); done {
 		return resp, err
 	}
 	if c.led != nil {
-		if resp, err, done := c.reserve(); done {
-			return resp, err
+		body, bodyErr := c.body.content(c.t.cfg.MaxBodyBuffer)
+		r := c.led.reserve(ctx, body, bodyErr, c.t.clock.Now())
+		switch {
+		case r.replay != nil:
+			return c.replay(r.replay), nil
+		case r.stop != nil:
+			c.out.Class, c.out.RetryAt = unsentClass(r.stop), r.retryAt
+			c.out.MaybeApplied = c.out.MaybeApplied || r.maybeApplied
+			return c.giveUp(nil, r.cause, r.stop, noCancel)
 		}
 	}
-	if th := c.t.cfg.Throttle; th != nil && !th.allow(c.dest, c.t.clock.Now()) {
+	if th := c.t.cfg.Throttle; th != nil && !th.Allow(c.dest, c.t.clock.Now()) {
 		c.out.Class = ClassCapacity
-		return c.giveUp(nil, nil, ErrThrottled, func() {})
+		return c.giveUp(nil, nil, ErrThrottled, noCancel)
 	}
 	if !c.numbered {
 		c.t.cfg.Budget.Deposit(ctx, c.dest)
 	}
 	for {
-		if reason, cause := c.admit(); reason != nil {
-			c.out.Class = ClassCapacity
-			return c.giveUp(nil, cause, reason, func() {})
+		if c.limit.lim != nil {
+			adm := c.limit.admit(ctx, c.deadline, c.waited)
+			c.waited = adm.waited
+			if adm.stop != nil {
+				c.out.Class = ClassCapacity
+				if adm.stop == ErrRateLimited {
+					c.out.RetryAt = adm.retryAt
+				}
+				return c.giveUp(nil, adm.cause, adm.stop, noCancel)
+			}
 		}
 		if !c.deadline.IsZero() && !c.t.clock.Now().Before(c.deadline) {
 			// Waiting on the ledger or the limiter used up the time: an
@@ -125,16 +147,28 @@ func (c *call) run() (*http.Response, error) {
 			if c.out.Attempts == 0 {
 				c.out.Class = ClassNotSent
 			}
-			return c.giveUp(nil, nil, ErrDeadline, func() {})
+			return c.giveUp(nil, nil, ErrDeadline, noCancel)
 		}
-		a := c.attempt()
+		a := c.send()
 		if a.bodyErr {
 			return c.giveUp(nil, a.err, ErrBodyNotReplayable, a.cancel)
 		}
+		c.out.Attempts += 1 + a.resends
+		c.record(a.cls, a.resp, a.resends > 0)
+		c.report(&a)
 		if a.cls.Class == ClassSuccess {
 			return c.finish(a.resp, a.cancel), nil
 		}
-		plan := c.decide(a.cls)
+		plan, planned := c.next(a.cls)
+		if planned {
+			c.out.RetryAt = plan.at
+		}
+		if plan.stop == nil && !c.withdraw() {
+			// The backoff time would invite the caller straight back
+			// against a budget that just said no; only the provider's own
+			// time is a useful hint here.
+			plan.stop, c.out.RetryAt = ErrBudgetExhausted, a.cls.RetryAt
+		}
 		if plan.stop != nil {
 			return c.giveUp(a.resp, a.err, plan.stop, a.cancel)
 		}
@@ -146,186 +180,33 @@ func (c *call) run() (*http.Response, error) {
 		}
 		c.waited += plan.delay
 		if err := c.t.clock.Sleep(ctx, plan.delay); err != nil {
-			return c.giveUp(nil, err, err, func() {})
+			return c.giveUp(nil, err, err, noCancel)
 		}
 	}
 }
 
-// attemptResult is what run needs to know of one attempt.
-type attemptResult struct {
-	resp *http.Response
-	err  error
-	cls  Classification
-	// cancel releases the attempt's context once the response is done
-	// with.
-	cancel context.CancelFunc
-	// bodyErr reports that the body could not be produced (GetBody
-	// failed), so nothing was sent.
-	bodyErr bool
-}
-
-// attempt sends one attempt and classifies it.
-func (c *call) attempt() attemptResult {
-	start := c.t.clock.Now()
-	areq, tr, cancel, err := c.newAttemptRequest(start)
-	if err != nil {
-		return attemptResult{err: err, cancel: cancel, bodyErr: true}
-	}
-	c.out.Attempts++
-	resp, err := c.t.cfg.Base.RoundTrip(areq)
-	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Now: c.t.clock.Now()}
-	if tr != nil {
-		// A Base that emits no httptrace events (a wrapper, a mock) gives
-		// no facts: then nothing is known and the conservative rules apply.
-		c.res.Traced = tr.started.Load()
-		c.res.Connected, c.res.Written = tr.connected.Load(), tr.writes.Load() > 0
-		c.countResends(tr)
-	}
-	cls := c.t.cfg.Classifier.Classify(&c.res)
-	c.record(cls, resp)
-	c.cooldown(cls)
-	c.ledgerAttempt(cls.Class)
-	if th := c.t.cfg.Throttle; th != nil {
-		th.record(c.dest, c.res.Now, cls.Class == ClassSuccess || cls.Class == ClassBusiness)
-	}
-	if obs := c.t.cfg.Observer.Attempt; obs != nil {
-		ev := AttemptEvent{Request: c.req, Route: c.t.route, Attempt: c.out.Attempts, Key: c.out.Key,
-			Class: cls.Class, Err: err, Start: start, Duration: c.res.Now.Sub(start)}
-		if resp != nil {
-			ev.StatusCode = resp.StatusCode
-		}
-		obs(ev)
-	}
-	return attemptResult{resp: resp, err: err, cls: cls, cancel: cancel}
-}
-
-// countResends accounts for the writes net/http made on its own within one
-// attempt. net/http re-sends a request it deems replayable (one with an
-// Idempotency-Key header and GetBody) when a reused connection breaks, even
-// after the request was written; each such write may have been applied, so
-// it counts as an attempt and makes the outcome maybe-applied.
-func (c *call) countResends(tr *attemptTrace) {
-	if extra := int(tr.writes.Load()) - 1; extra > 0 {
-		c.out.Attempts += extra
-		c.out.MaybeApplied = true
-	}
-}
-
-// record folds one attempt's classification into the Outcome.
-func (c *call) record(cls Classification, resp *http.Response) {
+// record folds one attempt's classification into the Outcome; resent
+// reports that net/http wrote the request more than once, each write
+// possibly applied.
+func (c *call) record(cls Classification, resp *http.Response, resent bool) {
 	c.out.Class = cls.Class
 	c.out.Problem = cls.Problem
 	c.out.StatusCode = 0
 	if resp != nil {
 		c.out.StatusCode = resp.StatusCode
 	}
-	c.out.MaybeApplied = c.out.MaybeApplied || cls.Class.mayHaveApplied()
+	c.out.MaybeApplied = c.out.MaybeApplied || resent || cls.Class.mayHaveApplied()
 }
 
-// newAttemptRequest builds the request of one attempt. The caller's request
-// is sent as is when nothing differs; otherwise a shallow copy carries the
-// key header, a fresh body and the attempt's context.
-func (c *call) newAttemptRequest(now time.Time) (*http.Request, *attemptTrace, context.CancelFunc, error) {
-	body, err := c.body.next()
-	if err != nil {
-		return nil, nil, func() {}, fmt.Errorf("retrybudget: GetBody: %w", err)
+// replay answers with the stored outcome o of a completed action.
+func (c *call) replay(o *ledger.Outcome) *http.Response {
+	resp := replayResponse(c.req, o)
+	c.out.Replayed, c.out.BodyOmitted = true, o.BodyOmitted
+	c.out.Class, c.out.StatusCode = ClassifyStatus(o.Status), o.Status
+	if c.out.Class != ClassSuccess {
+		c.out.Reason = ErrRejected
 	}
-	ctx, cancel := c.attemptContext(now)
-	var tr *attemptTrace
-	if c.traced {
-		tr = &attemptTrace{}
-		ctx = httptrace.WithClientTrace(ctx, tr.clientTrace())
-	}
-	if ctx == c.req.Context() && body == c.req.Body && !c.headerCopied {
-		return c.req, tr, cancel, nil
-	}
-	areq := c.req.WithContext(ctx)
-	areq.Header = c.header
-	areq.Body = body
-	areq.ContentLength = c.body.length
-	areq.GetBody = c.body.getBody
-	if !c.repeatable {
-		// net/http re-sends by itself a request it deems replayable (an
-		// Idempotency-Key header and GetBody, or no body), even after it
-		// was written. A request that is not safe to repeat must not be:
-		// no GetBody, and a non-nil body even when empty (net/http still
-		// sends it as Content-Length: 0).
-		areq.GetBody = nil
-		if areq.Body == nil || areq.Body == http.NoBody {
-			areq.Body = io.NopCloser(strings.NewReader(""))
-		}
-	}
-	return areq, tr, cancel, nil
-}
-
-// attemptContext bounds an attempt by AttemptTimeout and the call's own
-// deadline (the context's deadline already applies by itself).
-func (c *call) attemptContext(now time.Time) (context.Context, context.CancelFunc) {
-	ctx := c.req.Context()
-	var dl time.Time
-	if c.t.cfg.Deadline > 0 {
-		dl = c.deadline
-	}
-	if t := c.t.cfg.AttemptTimeout; t > 0 && (dl.IsZero() || now.Add(t).Before(dl)) {
-		dl = now.Add(t)
-	}
-	if dl.IsZero() {
-		return ctx, func() {}
-	}
-	return context.WithDeadline(ctx, dl)
-}
-
-// decide returns the plan for the next attempt; plan.stop is set when the
-// call must end now.
-func (c *call) decide(cls Classification) waitPlan {
-	if ctxErr := c.req.Context().Err(); ctxErr != nil {
-		return waitPlan{stop: ctxErr}
-	}
-	switch {
-	case cls.Hint == HintNoRetry:
-		return waitPlan{stop: ErrRejected}
-	case cls.Hint == HintRetry:
-	case cls.Class == ClassBusiness:
-		return waitPlan{stop: ErrRejected}
-	case !cls.Class.retryable(c.repeatable):
-		return waitPlan{stop: ErrUncertain}
-	}
-	if c.bo == nil {
-		c.bo = newBackOff(&c.t.cfg)
-	}
-	plan := planWait(&c.t.cfg, c.bo.NextBackOff(), c.t.clock.Now(), cls.RetryAt, c.deadline)
-	c.out.RetryAt = plan.at
-	switch {
-	case plan.stop != nil:
-	case c.waited+plan.delay > c.t.cfg.MaxWait:
-		// No call waits longer than MaxWait in all, deadline or not.
-		plan.stop = ErrWaitTooLong
-	case c.out.Attempts >= c.t.cfg.MaxAttempts:
-		plan.stop = ErrAttemptsExhausted
-	case !c.body.replayable():
-		plan.stop = ErrBodyNotReplayable
-	case c.lostLease():
-		// Another worker took the action over: it is the owner now, and
-		// a retry from here would race it.
-		plan.stop = ErrPending
-	case !c.withdraw():
-		// The backoff time would invite the caller straight back against
-		// a budget that just said no; only the provider's own time is a
-		// useful hint here.
-		plan.stop = ErrBudgetExhausted
-		c.out.RetryAt = cls.RetryAt
-	}
-	return plan
-}
-
-// withdraw asks the Budget for one retry and reports the decision to the
-// Observer.
-func (c *call) withdraw() bool {
-	d := c.t.cfg.Budget.Withdraw(c.req.Context(), c.dest)
-	if obs := c.t.cfg.Observer.Budget; obs != nil {
-		obs(BudgetEvent{Request: c.req, Route: c.t.route, Destination: c.dest, Decision: d})
-	}
-	return d.Allowed
+	return c.attach(resp, noCancel)
 }
 
 // finish returns a successful response with its Outcome attached.
@@ -353,6 +234,13 @@ func (c *call) giveUp(resp *http.Response, err, reason error, cancel context.Can
 	}
 	cancel()
 	return nil, &Error{Outcome: c.out, Cause: err}
+}
+
+// settle has the ledger record how the owned action ended.
+func (c *call) settle(resp *http.Response) {
+	if c.led != nil {
+		c.led.settle(c.req.Context(), &c.out, resp)
+	}
 }
 
 // attach wraps resp's body so that OutcomeOf finds the Outcome, and so that
@@ -386,21 +274,4 @@ func (c *call) discard(resp *http.Response) {
 	io.CopyN(io.Discard, resp.Body, c.t.cfg.MaxDrain)
 	stop.Stop()
 	resp.Body.Close()
-}
-
-// attemptTrace records what net/http/httptrace saw of one attempt. The
-// flags are set from the transport's goroutines, possibly after RoundTrip
-// returned, hence atomics.
-type attemptTrace struct {
-	started   atomic.Bool // GetConn fired: the base traces
-	connected atomic.Bool
-	writes    atomic.Int32
-}
-
-func (tr *attemptTrace) clientTrace() *httptrace.ClientTrace {
-	return &httptrace.ClientTrace{
-		GetConn:      func(string) { tr.started.Store(true) },
-		GotConn:      func(httptrace.GotConnInfo) { tr.connected.Store(true) },
-		WroteRequest: func(httptrace.WroteRequestInfo) { tr.writes.Add(1) },
-	}
 }

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/retryafter"
 )
 
 // Classifier decides the Class of one attempt. The Transport calls it after
@@ -83,7 +85,7 @@ func (DefaultClassifier) Classify(a *AttemptResult) Classification {
 	if c.Class == ClassSuccess {
 		return c
 	}
-	if at, ok := ParseRetryAfter(a.Response.Header.Get("Retry-After"), a.Now); ok {
+	if at, ok := retryafter.Parse(a.Response.Header.Get("Retry-After"), a.Now); ok {
 		c.RetryAt = at
 	}
 	c.Problem = peekProblem(a.Response)

@@ -31,8 +31,16 @@ type Transport struct {
 // New returns a Transport configured by cfg, whose zero fields take their
 // documented defaults.
 func New(cfg Config) *Transport {
-	cfg = cfg.withDefaults()
-	return &Transport{cfg: cfg, clock: realClock{}, routes: newRoutes(cfg)}
+	return newTransport(cfg, realClock{})
+}
+
+// newTransport returns the Transport of cfg running on clk: it and every
+// component it builds by default (its routes' Transports, the default
+// Budget) read the time and wait through clk, so a test's fake clock
+// reaches them all.
+func newTransport(cfg Config, clk clock) *Transport {
+	cfg = cfg.withDefaults(clk)
+	return &Transport{cfg: cfg, clock: clk, routes: newRoutes(cfg, clk)}
 }
 
 // RoundTrip implements http.RoundTripper. It never modifies req. Any

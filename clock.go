@@ -3,6 +3,8 @@ package retrybudget
 import (
 	"context"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/ctxsleep"
 )
 
 // clock is the Transport's only view of time, so tests can replace it with
@@ -20,15 +22,5 @@ type realClock struct{}
 func (realClock) Now() time.Time { return time.Now() }
 
 func (realClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return ctxsleep.Sleep(ctx, d)
 }

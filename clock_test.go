@@ -3,6 +3,7 @@ package retrybudget
 import (
 	"context"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -40,16 +41,43 @@ func (f *fakeClock) Sleeps() []time.Duration {
 }
 
 // newFakeTransport returns a Transport whose waits go through a fake clock.
-// A nil Budget becomes a default LocalBudget on the same fake clock.
+// The Transport, its routes and its default Budget all run on the fake
+// clock.
 func newFakeTransport(cfg Config) (*Transport, *fakeClock) {
 	fc := newFakeClock()
-	if cfg.Budget == nil {
-		cfg.Budget = newLocalBudget(BudgetConfig{}, fc.Now)
+	return newTransport(cfg, fc), fc
+}
+
+// Regression (issue 11): the budget a Transport builds by default read
+// time.Now, so a fake Transport clock never reached it. Its floor of 10
+// retries per second must refill on the Transport's clock, and so must a
+// route's (which inherits the Transport's Budget: each subtest uses its own
+// destination).
+func TestDefaultBudgetRunsOnTheTransportClock(t *testing.T) {
+	tr, fc := newFakeTransport(Config{Routes: []Route{{Host: "routed.example"}}})
+	ctx := context.Background()
+	for _, b := range []struct {
+		name string
+		tr   *Transport
+	}{{"transport", tr}, {"route", tr.routes[0].t}} {
+		t.Run(b.name, func(t *testing.T) {
+			budget := b.tr.cfg.Budget
+			allowed := func() (n int) {
+				for range 20 {
+					if budget.Withdraw(ctx, "api-"+b.name).Allowed {
+						n++
+					}
+				}
+				return n
+			}
+			if n := allowed(); n != 10 {
+				t.Fatalf("%d retries allowed at first; want the floor's 10", n)
+			}
+			// One second on the fake clock, none on the wall clock.
+			_ = fc.Sleep(ctx, time.Second)
+			if n := allowed(); n != 10 {
+				t.Fatalf("%d retries allowed a fake second later; want the refilled floor's 10", n)
+			}
+		})
 	}
-	t := New(cfg)
-	t.clock = fc
-	for _, r := range t.routes {
-		r.t.clock = fc
-	}
-	return t, fc
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/schedule"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 )
@@ -11,11 +13,11 @@ import (
 // Defaults applied to the zero fields of a Config.
 const (
 	DefaultKeyHeader     = "Idempotency-Key"
-	DefaultMaxAttempts   = 4
-	DefaultBaseDelay     = 200 * time.Millisecond
-	DefaultMaxDelay      = 30 * time.Second
-	DefaultJitter        = 0.5
-	DefaultMaxWait       = 60 * time.Second
+	DefaultMaxAttempts   = schedule.DefaultMaxAttempts
+	DefaultBaseDelay     = schedule.DefaultBaseDelay
+	DefaultMaxDelay      = schedule.DefaultMaxDelay
+	DefaultJitter        = schedule.DefaultJitter
+	DefaultMaxWait       = schedule.DefaultMaxWait
 	DefaultMaxBodyBuffer = 1 << 20
 	DefaultMaxDrain      = 64 << 10
 )
@@ -82,16 +84,16 @@ type Config struct {
 	MaxDrain int64
 
 	// Budget bounds retries to a fraction of traffic per destination.
-	// Nil means a LocalBudget with the default BudgetConfig (10% of first
-	// attempts, or 10 retries per second, over 10s) for this Transport;
-	// UnlimitedBudget{} turns the bound off.
-	Budget Budget
+	// Nil means a budget.Local with the default budget.Config (10% of
+	// first attempts, or 10 retries per second, over 10s) for this
+	// Transport; budget.Unlimited{} turns the bound off.
+	Budget budget.Budget
 	// Destination names the destination a request counts against in the
 	// Budget and the Throttle. Nil means the request's URL host.
 	Destination func(*http.Request) string
 	// Throttle, when set, rejects a share of new calls locally while the
 	// provider accepts far fewer attempts than are sent. Nil means off.
-	Throttle *AdaptiveThrottle
+	Throttle *budget.Throttle
 
 	// Limiter, when set, is waited on before every attempt, first
 	// attempts and retries alike, and is told to pause a boundary when the
@@ -101,25 +103,11 @@ type Config struct {
 	// (see limiter.ByCredential). Nil means the request's URL host.
 	Boundary limiter.Boundary
 
-	// Ledger, when set, gives every call made under an Action one durable
-	// record (see package ledger): a repeated action is replayed, held or
-	// rejected, never sent twice. Nil means no ledger.
-	Ledger ledger.Store
-	// LedgerHeaders names the request headers that count in an action's
-	// fingerprint, beside the method, path, query and body. Nil means none.
-	LedgerHeaders []string
-	// LedgerOwner names this worker in ledger records. Empty means
-	// "hostname:pid".
-	LedgerOwner string
-	// LedgerLease is how long a call holds its action before others may
-	// take it over; a running call renews it every third of it
-	// (ledger.KeepLease). Zero means ledger.DefaultLease (30s).
-	LedgerLease time.Duration
-	// Reconciler asks the provider what became of an action whose owner
-	// died mid-call (typically a GET by idempotency key). Nil means such
-	// an action is re-sent under the same key when KeysHonoured, and
-	// otherwise reported as ErrUncertain for an operator.
-	Reconciler ledger.Reconciler
+	// Ledger gives every call made under an Action one durable record
+	// when its Store is set (see package ledger): a repeated action is
+	// replayed, held or rejected, never sent twice. The zero value means
+	// no ledger.
+	Ledger LedgerConfig
 
 	// Classifier decides each attempt's Class. Nil means
 	// DefaultClassifier.
@@ -132,8 +120,32 @@ type Config struct {
 	Observer Observer
 }
 
-// withDefaults returns c with every zero field replaced by its default.
-func (c Config) withDefaults() Config {
+// LedgerConfig configures the action ledger of a Transport (Config.Ledger).
+// The zero value is no ledger.
+type LedgerConfig struct {
+	// Store keeps one record per action: ledger.NewMemory in one process,
+	// ledger.NewRedis for a fleet. Nil means no ledger.
+	Store ledger.Store
+	// Headers names the request headers that count in an action's
+	// fingerprint, beside the method, path, query and body. Nil means none.
+	Headers []string
+	// Owner names this worker in ledger records. Empty means
+	// "hostname:pid".
+	Owner string
+	// Lease is how long a call holds its action before others may take it
+	// over; a running call renews it every third of it (ledger.KeepLease).
+	// Zero means ledger.DefaultLease (30s).
+	Lease time.Duration
+	// Reconciler asks the provider what became of an action whose owner
+	// died mid-call (typically a GET by idempotency key). Nil means such an
+	// action is re-sent under the same key when Config.KeysHonoured, and
+	// otherwise reported as ErrUncertain for an operator.
+	Reconciler ledger.Reconciler
+}
+
+// withDefaults returns c with every zero field replaced by its default; the
+// components it builds by default (the Budget) read the time from clk.
+func (c Config) withDefaults(clk clock) Config {
 	if c.Base == nil {
 		c.Base = http.DefaultTransport
 	}
@@ -141,29 +153,8 @@ func (c Config) withDefaults() Config {
 		c.KeyHeader = DefaultKeyHeader
 	}
 	c.KeyHeader = http.CanonicalHeaderKey(c.KeyHeader)
-	switch {
-	case c.MaxAttempts == 0:
-		c.MaxAttempts = DefaultMaxAttempts
-	case c.MaxAttempts < 0:
-		c.MaxAttempts = 1
-	}
-	if c.BaseDelay <= 0 {
-		c.BaseDelay = DefaultBaseDelay
-	}
-	if c.MaxDelay <= 0 {
-		c.MaxDelay = DefaultMaxDelay
-	}
-	switch {
-	case c.Jitter == 0:
-		c.Jitter = DefaultJitter
-	case c.Jitter < 0:
-		c.Jitter = 0
-	case c.Jitter > 1:
-		c.Jitter = 1
-	}
-	if c.MaxWait <= 0 {
-		c.MaxWait = DefaultMaxWait
-	}
+	s := c.schedule().WithDefaults()
+	c.MaxAttempts, c.BaseDelay, c.MaxDelay, c.Jitter, c.MaxWait = s.MaxAttempts, s.BaseDelay, s.MaxDelay, s.Jitter, s.MaxWait
 	if c.MaxBodyBuffer == 0 {
 		c.MaxBodyBuffer = DefaultMaxBodyBuffer
 	}
@@ -171,7 +162,7 @@ func (c Config) withDefaults() Config {
 		c.MaxDrain = DefaultMaxDrain
 	}
 	if c.Budget == nil {
-		c.Budget = NewLocalBudget(BudgetConfig{})
+		c.Budget = budget.NewLocalClock(budget.Config{}, clk.Now)
 	}
 	if c.Destination == nil {
 		c.Destination = hostOf
@@ -179,16 +170,23 @@ func (c Config) withDefaults() Config {
 	if c.Boundary == nil {
 		c.Boundary = hostOf
 	}
-	if c.LedgerOwner == "" && c.Ledger != nil {
-		c.LedgerOwner = defaultLedgerOwner()
+	if c.Ledger.Owner == "" && c.Ledger.Store != nil {
+		c.Ledger.Owner = defaultLedgerOwner()
 	}
-	if c.LedgerLease <= 0 {
-		c.LedgerLease = ledger.DefaultLease
+	if c.Ledger.Lease <= 0 {
+		c.Ledger.Lease = ledger.DefaultLease
 	}
 	if c.Classifier == nil {
 		c.Classifier = DefaultClassifier{}
 	}
 	return c
+}
+
+// schedule returns the retry schedule c configures; the planner (package
+// plan) reads the same one from its Policy.
+func (c *Config) schedule() schedule.Schedule {
+	return schedule.Schedule{MaxAttempts: c.MaxAttempts, BaseDelay: c.BaseDelay, MaxDelay: c.MaxDelay,
+		Jitter: c.Jitter, MaxWait: c.MaxWait, Deadline: c.Deadline}
 }
 
 // hostOf is the default Destination: the request's URL host.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -26,7 +27,7 @@ type deadWorker struct {
 func (d *deadWorker) reserve(body string) {
 	u, _ := url.Parse(d.p.URL)
 	res, err := d.store.Reserve(context.Background(), ledger.ReserveRequest{
-		Key: ledger.Key(order), Fingerprint: ledger.Fingerprint("POST", u, nil, nil, []byte(body)),
+		Key: order, Fingerprint: ledger.Fingerprint("POST", u, nil, nil, []byte(body)),
 		Owner: "dead", Lease: time.Second,
 	})
 	if err != nil || !res.Send {
@@ -37,7 +38,7 @@ func (d *deadWorker) reserve(body string) {
 
 // send delivers the request to the provider, which applies the effect.
 func (d *deadWorker) send(body string) {
-	tr := New(Config{Budget: UnlimitedBudget{}})
+	tr := New(Config{Budget: budget.Unlimited{}})
 	resp, err := chargeTo(d.t, tr, d.p.URL, order, body) // same action: same key
 	if err != nil {
 		d.t.Fatal(err)
@@ -46,7 +47,7 @@ func (d *deadWorker) send(body string) {
 }
 
 func (d *deadWorker) complete() {
-	err := d.store.Complete(context.Background(), ledger.Key(order), d.token,
+	err := d.store.Complete(context.Background(), order, d.token,
 		ledger.Outcome{Status: 201, Body: []byte(fmt.Sprintf(`{"charge":%q}`, order.IdempotencyKey()))})
 	if err != nil {
 		d.t.Fatal(err)
@@ -84,10 +85,10 @@ func TestLedgerCrashAtEachPoint(t *testing.T) {
 			now = now.Add(time.Minute) // the dead worker's lease has run out
 			mu.Unlock()
 			var verdicts []string
-			cfg := Config{Ledger: store, KeysHonoured: true,
-				Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict) }}}
+			cfg := Config{Ledger: LedgerConfig{Store: store}, KeysHonoured: true,
+				Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict.String()) }}}
 			if tt.reconciler != nil {
-				cfg.Reconciler = tt.reconciler(p)
+				cfg.Ledger.Reconciler = tt.reconciler(p)
 			}
 			tr, _ := newFakeTransport(cfg)
 			resp, err := chargeTo(t, tr, p.URL, order, body)
@@ -116,13 +117,13 @@ func TestLedgerCrashAfterCompleteBeforeTheCallerSawIt(t *testing.T) {
 	// job queue runs the action again and gets the receipt, not a charge.
 	p := newPayments(t, false)
 	store := ledger.NewMemory(ledger.MemoryConfig{})
-	tr, _ := newFakeTransport(Config{Ledger: store})
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}})
 	resp, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close() // the answer is lost with the worker
-	again, err := chargeTo(t, New(Config{Ledger: store}), p.URL, order, `{"amount":100}`)
+	again, err := chargeTo(t, New(Config{Ledger: LedgerConfig{Store: store}}), p.URL, order, `{"amount":100}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestLedgerUncertainWithoutHonouredKeysOrReconciler(t *testing.T) {
 	now = now.Add(time.Minute)
 	mu.Unlock()
 	var verdicts []string
-	tr, _ := newFakeTransport(Config{Ledger: store, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict) }}})
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}, Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict.String()) }}})
 	_, err := chargeTo(t, tr, p.URL, order, `{"amount":100}`)
 	if len(verdicts) != 1 || verdicts[0] != "uncertain" {
 		t.Fatalf("ledger events %v; want [uncertain]", verdicts)
@@ -157,7 +158,7 @@ func TestLedgerUncertainWithoutHonouredKeysOrReconciler(t *testing.T) {
 		t.Fatalf("effects %d calls %d; want the dead worker's 1 and no re-send", effects, calls)
 	}
 	stuck, err := store.Sweep(context.Background(), 0)
-	if err != nil || len(stuck) != 1 || stuck[0].Key != ledger.Key(order) {
+	if err != nil || len(stuck) != 1 || stuck[0].Key != order {
 		t.Fatalf("sweep %v %v; want the action listed as stuck", stuck, err)
 	}
 }

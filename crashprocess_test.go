@@ -26,7 +26,7 @@ const childEnv = "RETRYBUDGET_CHILD"
 func childStore(t *testing.T) ledger.Store {
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("RB_REDIS")})
 	t.Cleanup(func() { rdb.Close() })
-	return ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: os.Getenv("RB_PREFIX")})
+	return redistest.Must(ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: os.Getenv("RB_PREFIX")}))(t)
 }
 
 // TestLedgerChild is the child side; it does nothing in a normal run.
@@ -38,7 +38,7 @@ func TestLedgerChild(t *testing.T) {
 	url := os.Getenv("RB_URL")
 	switch role {
 	case "submit": // 25 goroutines submit the same action at once
-		tr := New(Config{Ledger: childStore(t)})
+		tr := New(Config{Ledger: LedgerConfig{Store: childStore(t)}})
 		var mu sync.Mutex
 		counts := map[string]int{}
 		var wg sync.WaitGroup
@@ -66,7 +66,7 @@ func TestLedgerChild(t *testing.T) {
 		wg.Wait()
 		fmt.Printf("RESULT sent=%d pending=%d replayed=%d error=%d\n", counts["sent"], counts["pending"], counts["replayed"], counts["error"])
 	case "charge": // one charge; the parent kills this process mid-call
-		tr := New(Config{Ledger: childStore(t), LedgerLease: time.Second})
+		tr := New(Config{Ledger: LedgerConfig{Store: childStore(t), Lease: time.Second}})
 		resp, err := chargeTo(t, tr, url, order, `{"amount":100}`)
 		if err == nil {
 			readAll(t, resp)
@@ -130,7 +130,7 @@ func TestLedgerWorkerSIGKILLedAfterTheEffect(t *testing.T) {
 		cfg  func(p *payments) Config
 	}{
 		{"re-send under the same key", func(p *payments) Config { return Config{KeysHonoured: true} }},
-		{"reconciler", func(p *payments) Config { return Config{Reconciler: byKey(p)} }},
+		{"reconciler", func(p *payments) Config { return Config{Ledger: LedgerConfig{Reconciler: byKey(p)}} }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := redistest.Start(t)
@@ -152,12 +152,12 @@ func TestLedgerWorkerSIGKILLedAfterTheEffect(t *testing.T) {
 			close(release)
 
 			rdb := srv.Client(t)
-			store := ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix})
-			if r, err := store.Get(context.Background(), ledger.Key(order)); err != nil || r.State != ledger.StateInProgress {
+			store := redistest.Must(ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix}))(t)
+			if r, err := store.Get(context.Background(), order); err != nil || r.State != ledger.StateInProgress {
 				t.Fatalf("after the kill: %v %v; want the action in progress", r.State, err)
 			}
 			cfg := tt.cfg(p)
-			cfg.Ledger = store
+			cfg.Ledger.Store = store
 			tr := New(cfg)
 			// The restarted worker is told "pending" until the dead
 			// worker's 1 s lease ends, as a job queue would be.
@@ -179,7 +179,7 @@ func TestLedgerWorkerSIGKILLedAfterTheEffect(t *testing.T) {
 				}
 				break
 			}
-			r, err := store.Get(context.Background(), ledger.Key(order))
+			r, err := store.Get(context.Background(), order)
 			effects, _ := p.total()
 			if err != nil || r.State != ledger.StateCompleted || effects != 1 {
 				t.Fatalf("state %v (%v), effects %d; want completed with 1 effect", r.State, err, effects)

@@ -10,8 +10,8 @@
 //   - a Class for every failure: transport (not sent, maybe sent), capacity,
 //     server, business; business errors are never retried;
 //   - waiting by capped, jittered exponential backoff that never undercuts
-//     the provider's Retry-After (ParseRetryAfter) and never sleeps past the
-//     deadline: when a wait cannot fit, the call ends at once with a RetryAt
+//     the provider's Retry-After (read as rateheader.ParseRetryAfter reads
+//     it) and never sleeps past the deadline: when a wait cannot fit, the call ends at once with a RetryAt
 //     time saying when to come back;
 //   - a retry Budget that keeps retries a bounded fraction of traffic, and
 //     optional adaptive throttling;

@@ -8,7 +8,8 @@ import (
 )
 
 // Reasons the Transport stops. Each is the Reason of an Outcome and matches
-// an *Error with errors.Is.
+// an *Error with errors.Is; ErrInvalidAction alone refuses a request before
+// any call begins.
 var (
 	// ErrAttemptsExhausted means every allowed attempt failed with a
 	// retryable class.
@@ -56,6 +57,9 @@ var (
 	// could not be sent again: it had no GetBody and was larger than
 	// Config.MaxBodyBuffer.
 	ErrBodyNotReplayable = errors.New("retrybudget: request body cannot be replayed")
+	// ErrInvalidAction is returned, as is, when the context carries an
+	// Action with an empty Key: nothing is sent.
+	ErrInvalidAction = errors.New("retrybudget: action has an empty key")
 )
 
 // Error is the error the Transport returns when it gives up without a

@@ -72,25 +72,6 @@ func ExampleAction_IdempotencyKey() {
 	// 36
 }
 
-func ExampleParseRetryAfter() {
-	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	for _, v := range []string{"120", "Wed, 02 Dec 2026 10:05:00 GMT", "Wednesday, 02-Dec-26 10:05:00 GMT", "Wed Dec  2 10:05:00 2026", "-1", "soon"} {
-		at, ok := retrybudget.ParseRetryAfter(v, now)
-		if !ok {
-			fmt.Printf("%q: ignored\n", v)
-			continue
-		}
-		fmt.Printf("%q: wait %v\n", v, at.Sub(now))
-	}
-	// Output:
-	// "120": wait 2m0s
-	// "Wed, 02 Dec 2026 10:05:00 GMT": wait 5m0s
-	// "Wednesday, 02-Dec-26 10:05:00 GMT": wait 5m0s
-	// "Wed Dec  2 10:05:00 2026": wait 5m0s
-	// "-1": ignored
-	// "soon": ignored
-}
-
 func ExampleOutcomeOf() {
 	// The provider is overloaded and asks for an hour: the Transport does
 	// not sleep that long; it returns at once and says when to come back.
@@ -129,4 +110,17 @@ func ExampleError() {
 	// attempts: 2
 	// may have been applied: false
 	// exhausted: true
+}
+
+// ReasonCode names why a call gave up, the same in metrics (otelretry),
+// the planner and any report of your own.
+func ExampleReasonCode() {
+	err := error(&retrybudget.Error{Outcome: retrybudget.Outcome{Reason: retrybudget.ErrBudgetExhausted}})
+	fmt.Println(retrybudget.ReasonCode(err))
+	fmt.Println(retrybudget.ReasonCode(context.DeadlineExceeded))
+	fmt.Println(retrybudget.ReasonCode(errors.New("something else")))
+	// Output:
+	// budget_exhausted
+	// deadline_exceeded
+	// other
 }

@@ -3,6 +3,10 @@ package retrybudget
 import (
 	"net/http"
 	"time"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/limiter"
 )
 
 // Observer receives the Transport's events, for logging and metrics. Each
@@ -23,9 +27,8 @@ type Observer struct {
 	// Cooldown is called when a provider answer pauses a limiter
 	// boundary.
 	Cooldown func(CooldownEvent)
-	// Ledger is called for every action ledger decision (created,
-	// replayed, pending, conflict, uncertain, resend, reconcile) and for
-	// every store operation that failed.
+	// Ledger is called for every action ledger decision (a
+	// ledger.Verdict) and for every store operation that failed.
 	Ledger func(LedgerEvent)
 	// KeyReplaced is called when an Action's key replaces the key the
 	// caller or an SDK had put in the key header.
@@ -77,7 +80,7 @@ type BudgetEvent struct {
 	Destination string
 	// Decision is the budget's answer; Decision.Ratio() is the current
 	// retries per first attempt.
-	Decision BudgetDecision
+	Decision budget.Decision
 }
 
 // AttemptEvent describes one finished attempt.
@@ -126,4 +129,52 @@ type GiveUpEvent struct {
 	Request *http.Request
 	// Outcome is the call's outcome; its Reason says why it ended.
 	Outcome Outcome
+}
+
+// LimitEvent describes a wait imposed by the rate limiter.
+type LimitEvent struct {
+	// Request is the caller's request.
+	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
+	// Boundary is the limiter boundary the request counts against.
+	Boundary string
+	// Decision is the limiter's answer.
+	Decision limiter.Decision
+	// Wait is how long the Transport waits (or would wait) before asking
+	// again.
+	Wait time.Duration
+}
+
+// CooldownEvent describes a pause of a whole limiter boundary.
+type CooldownEvent struct {
+	// Request is the caller's request whose answer caused the pause.
+	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
+	// Boundary is the paused limiter boundary.
+	Boundary string
+	// Until is the end of the pause.
+	Until time.Time
+}
+
+// LedgerEvent describes one action ledger decision or failure.
+type LedgerEvent struct {
+	// Request is the caller's request.
+	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
+	// Action is the action.
+	Action Action
+	// Op is the store operation: "reserve" for the decision taken before
+	// the call sends anything, or the operation that failed with Err
+	// ("reserve", "complete", "fail", "attempt").
+	Op string
+	// Verdict is the ledger's decision when Op is "reserve" and Err is
+	// nil; otherwise it is meaningless.
+	Verdict ledger.Verdict
+	// Path is the decision path in words, from ledger.Resolve.
+	Path []string
+	// Err is the store's error, if any.
+	Err error
 }

@@ -5,6 +5,8 @@ import (
 	"mime"
 	"net/http"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/readahead"
 )
 
 // maxProblemBytes bounds how much of a response body is read to find
@@ -32,7 +34,7 @@ type Problem struct {
 const peekWait = 100 * time.Millisecond
 
 // peekProblem parses problem details from resp without consuming its body
-// (see ReadAhead). It returns nil when the response carries none, or when
+// (see readahead.Read). It returns nil when the response carries none, or when
 // the body is late, larger than maxProblemBytes or not valid JSON.
 func peekProblem(resp *http.Response) *Problem {
 	if resp.Body == nil || resp.Body == http.NoBody {
@@ -42,7 +44,7 @@ func peekProblem(resp *http.Response) *Problem {
 	if err != nil || mt != "application/problem+json" {
 		return nil
 	}
-	buf, ok := ReadAhead(resp, maxProblemBytes, peekWait)
+	buf, ok := readahead.Read(resp, maxProblemBytes, peekWait)
 	if !ok {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -31,12 +32,12 @@ func TestNetHTTPDoesNotResendAPostThatIsNotRepeatable(t *testing.T) {
 			base := &http.Transport{}
 			defer base.CloseIdleConnections()
 			tr, _ := newFakeTransport(Config{Base: base})
-			warm, err := send(t, tr, context.Background(), "GET", p.URL, "")
+			warm, err := send(context.Background(), t, tr, "GET", p.URL, "")
 			if err != nil {
 				t.Fatal(err)
 			}
 			finalOutcome(t, warm) // an idle connection for net/http to reuse
-			_, err = send(t, tr, context.Background(), "POST", p.URL, body)
+			_, err = send(context.Background(), t, tr, "POST", p.URL, body)
 			if !errors.Is(err, ErrUncertain) {
 				t.Fatalf("error %v; want ErrUncertain", err)
 			}
@@ -89,7 +90,7 @@ func TestLedgerDoesNotCompleteAGiveUpOnARetryableAnswer(t *testing.T) {
 	}
 	p.mu.Unlock()
 	store := ledger.NewMemory(ledger.MemoryConfig{})
-	tr, _ := newFakeTransport(Config{Ledger: store, MaxAttempts: 2, Classifier: hinting{hint: HintRetry}})
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}, MaxAttempts: 2, Classifier: hinting{hint: HintRetry}})
 	resp, err := chargeTo(t, tr, p.URL, order, "x")
 	if err != nil {
 		t.Fatal(err)
@@ -120,9 +121,9 @@ func TestLedgerSettleDoesNotWaitForASlowBody(t *testing.T) {
 		io.WriteString(w, "data: 2\n")
 	})
 	store := ledger.NewMemory(ledger.MemoryConfig{})
-	tr := New(Config{Ledger: store})
+	tr := New(Config{Ledger: LedgerConfig{Store: store}})
 	start := time.Now()
-	resp, err := send(t, tr, WithAction(context.Background(), order), "POST", p.URL, "x")
+	resp, err := send(WithAction(context.Background(), order), t, tr, "POST", p.URL, "x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +154,8 @@ func (s slowStore) Reserve(ctx context.Context, r ledger.ReserveRequest) (ledger
 func TestNoAttemptStartsAfterTheDeadline(t *testing.T) {
 	p := newProvider(t, status(201))
 	store := slowStore{Store: ledger.NewMemory(ledger.MemoryConfig{}), delay: 100 * time.Millisecond}
-	tr := New(Config{Ledger: store, Deadline: 50 * time.Millisecond, AttemptTimeout: time.Hour})
-	_, err := send(t, tr, WithAction(context.Background(), order), "POST", p.URL, "x")
+	tr := New(Config{Ledger: LedgerConfig{Store: store}, Deadline: 50 * time.Millisecond, AttemptTimeout: time.Hour})
+	_, err := send(WithAction(context.Background(), order), t, tr, "POST", p.URL, "x")
 	if !errors.Is(err, ErrDeadline) || len(p.requests()) != 0 {
 		t.Fatalf("error %v, %d sent; want ErrDeadline and nothing sent", err, len(p.requests()))
 	}
@@ -237,7 +238,7 @@ func TestRedirectHopsDoNotConflictWithTheAction(t *testing.T) {
 		w.WriteHeader(201)
 	})
 	store := ledger.NewMemory(ledger.MemoryConfig{})
-	client := &http.Client{Transport: New(Config{Ledger: store})}
+	client := &http.Client{Transport: New(Config{Ledger: LedgerConfig{Store: store}})}
 	req, _ := http.NewRequestWithContext(WithAction(context.Background(), order), "POST", p.URL+"/v1/charge", strings.NewReader("x"))
 	resp, err := client.Do(req)
 	if err != nil {
@@ -262,9 +263,9 @@ func TestCallStopsRetryingWhenItsLeaseIsTaken(t *testing.T) {
 	// waits 20 ms, so the loss is seen long before the attempts run out.
 	p := newProvider(t, status(503))
 	store := stolenStore{ledger.NewMemory(ledger.MemoryConfig{})}
-	tr := New(Config{Ledger: store, LedgerLease: 3 * time.Millisecond, MaxAttempts: 10,
-		BaseDelay: 20 * time.Millisecond, Jitter: -1, Budget: UnlimitedBudget{}})
-	resp, err := send(t, tr, WithAction(context.Background(), order), "POST", p.URL, "x")
+	tr := New(Config{Ledger: LedgerConfig{Store: store, Lease: 3 * time.Millisecond}, MaxAttempts: 10,
+		BaseDelay: 20 * time.Millisecond, Jitter: -1, Budget: budget.Unlimited{}})
+	resp, err := send(WithAction(context.Background(), order), t, tr, "POST", p.URL, "x")
 	if err != nil {
 		t.Fatal(err)
 	}

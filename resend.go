@@ -1,14 +1,12 @@
 package retrybudget
 
 import (
-	"bytes"
-	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/retrybudget/retrybudget/internal/readahead"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -164,7 +162,8 @@ func (c *call) answer(g *giveUp) (*http.Response, error) {
 	if g.status == 0 {
 		return nil, &Error{Outcome: c.out, Cause: g.cause}
 	}
-	return c.attach(storedResponse(c.req, g.status, g.header, g.body), func() {}), nil
+	resp := replayResponse(c.req, &ledger.Outcome{Status: g.status, Header: g.header, Body: g.body})
+	return c.attach(resp, noCancel), nil
 }
 
 // remember keeps the call's give-up for its SDK's re-sends.
@@ -176,22 +175,7 @@ func (c *call) remember(resp *http.Response, cause error) {
 	g := &giveUp{out: c.out, cause: cause, until: now.Add(resendWindow)}
 	if resp != nil {
 		g.status, g.header = resp.StatusCode, resp.Header.Clone()
-		g.body, _ = ReadAhead(resp, resendBodyLimit, resendBodyWait)
+		g.body, _ = readahead.Read(resp, resendBodyLimit, resendBodyWait)
 	}
 	c.t.gaveUp.put(c.resend, g, now)
-}
-
-// storedResponse builds a response from a stored status, header and body,
-// as the answer to req.
-func storedResponse(req *http.Request, status int, h http.Header, body []byte) *http.Response {
-	h = h.Clone()
-	if h == nil {
-		h = http.Header{}
-	}
-	return &http.Response{
-		Status:     fmt.Sprintf("%d %s", status, http.StatusText(status)),
-		StatusCode: status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: io.NopCloser(bytes.NewReader(body)),
-		ContentLength: int64(len(body)), Request: req,
-	}
 }

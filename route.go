@@ -33,8 +33,8 @@ type Route struct {
 	Auxiliary []string
 	// Config is the route's policy. Its zero fields take the documented
 	// defaults, except these, which, left zero, are the Transport's: Base,
-	// Observer, Ledger (with LedgerHeaders, LedgerOwner and LedgerLease),
-	// Reconciler, Limiter, Boundary, Budget and Throttle. Its Routes are
+	// Observer, the Ledger's fields (Store, Headers, Owner, Lease,
+	// Reconciler), Limiter, Boundary, Budget and Throttle. Its Routes are
 	// ignored.
 	Config Config
 }
@@ -48,12 +48,12 @@ type route struct {
 }
 
 // newRoutes builds a Transport per Route, and one more per auxiliary path,
-// each inheriting what the Route leaves zero from parent (see Route.Config).
-// parent has its defaults applied.
-func newRoutes(parent Config) []route {
+// on clk, each inheriting what the Route leaves zero from parent (see
+// Route.Config). parent has its defaults applied.
+func newRoutes(parent Config, clk clock) []route {
 	rs := make([]route, 0, len(parent.Routes))
 	for _, r := range parent.Routes {
-		cfg := inherit(r.Config, parent).withDefaults()
+		cfg := inherit(r.Config, parent).withDefaults(clk)
 		name := r.Name
 		if name == "" {
 			name = r.Host + r.PathPrefix
@@ -62,10 +62,10 @@ func newRoutes(parent Config) []route {
 		suffix := strings.HasPrefix(host, "*.")
 		host = strings.TrimPrefix(host, "*")
 		rs = append(rs, route{host: host, suffix: suffix, prefix: r.PathPrefix,
-			t: &Transport{cfg: cfg, clock: realClock{}, route: name, noAction: r.NoAction}})
+			t: &Transport{cfg: cfg, clock: clk, route: name, noAction: r.NoAction}})
 		for _, p := range r.Auxiliary {
 			rs = append(rs, route{host: host, suffix: suffix, prefix: p,
-				t: &Transport{cfg: cfg, clock: realClock{}, route: name, noAction: true}})
+				t: &Transport{cfg: cfg, clock: clk, route: name, noAction: true}})
 		}
 	}
 	return rs
@@ -81,20 +81,21 @@ func inherit(cfg, parent Config) Config {
 	if cfg.Observer.isZero() {
 		cfg.Observer = parent.Observer
 	}
-	if cfg.Ledger == nil {
-		cfg.Ledger = parent.Ledger
-		if cfg.LedgerOwner == "" {
-			cfg.LedgerOwner = parent.LedgerOwner
-		}
-		if cfg.LedgerHeaders == nil {
-			cfg.LedgerHeaders = parent.LedgerHeaders
-		}
-		if cfg.LedgerLease == 0 {
-			cfg.LedgerLease = parent.LedgerLease
-		}
+	led, pled := &cfg.Ledger, parent.Ledger
+	if led.Store == nil {
+		led.Store = pled.Store
 	}
-	if cfg.Reconciler == nil {
-		cfg.Reconciler = parent.Reconciler
+	if led.Headers == nil {
+		led.Headers = pled.Headers
+	}
+	if led.Owner == "" {
+		led.Owner = pled.Owner
+	}
+	if led.Lease == 0 {
+		led.Lease = pled.Lease
+	}
+	if led.Reconciler == nil {
+		led.Reconciler = pled.Reconciler
 	}
 	if cfg.Limiter == nil {
 		cfg.Limiter = parent.Limiter

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
@@ -17,7 +18,7 @@ func TestRouteMatching(t *testing.T) {
 		{Host: "api.stripe.com", PathPrefix: "/v1/refunds"},
 		{Host: "*.example.com"},
 		{Host: "localhost:8080"},
-	}})
+	}}, realClock{})
 	tests := []struct {
 		url  string
 		want int // index of the route; -1 for none
@@ -52,10 +53,10 @@ func TestRoutesApplyTheirOwnPolicy(t *testing.T) {
 		MaxAttempts: 4,
 		Observer:    Observer{Attempt: func(e AttemptEvent) { attempts = append(attempts, e) }},
 		Routes: []Route{{Host: u.Host, PathPrefix: "/payments", Config: Config{
-			MaxAttempts: 2, KeyHeader: "PayPal-Request-Id", Budget: UnlimitedBudget{},
+			MaxAttempts: 2, KeyHeader: "PayPal-Request-Id", Budget: budget.Unlimited{},
 		}}},
 	})
-	resp, err := send(t, tr, context.Background(), "POST", p.URL+"/payments", "x")
+	resp, err := send(context.Background(), t, tr, "POST", p.URL+"/payments", "x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestRoutesApplyTheirOwnPolicy(t *testing.T) {
 	if len(attempts) != 2 {
 		t.Fatalf("%d attempt events; want the Transport's Observer inherited by the route", len(attempts))
 	}
-	resp, err = send(t, tr, context.Background(), "GET", p.URL+"/other", "")
+	resp, err = send(context.Background(), t, tr, "GET", p.URL+"/other", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestRetryHintsOverrideTheClass(t *testing.T) {
 			p := newProvider(t, tt.first, status(200))
 			tr, _ := newFakeTransport(Config{Classifier: hinting{hint: tt.hint}})
 			ctx := WithAction(context.Background(), Action{Key: tt.name})
-			resp, err := send(t, tr, ctx, "POST", p.URL, "x")
+			resp, err := send(ctx, t, tr, "POST", p.URL, "x")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +126,7 @@ func TestPauseUntilCoolsTheBoundaryEvenOnSuccess(t *testing.T) {
 	var events []CooldownEvent
 	tr, fc := newFakeTransport(Config{Limiter: lim, Classifier: hinting{pause: 30 * time.Second},
 		Observer: Observer{Cooldown: func(e CooldownEvent) { events = append(events, e) }}})
-	resp, err := send(t, tr, context.Background(), "GET", p.URL, "")
+	resp, err := send(context.Background(), t, tr, "GET", p.URL, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+
+	"github.com/retrybudget/retrybudget/ledger"
 )
 
 // LogObserver returns an Observer that writes the Transport's events to
@@ -131,8 +133,8 @@ func (l logObserver) budget(ev BudgetEvent) {
 		slog.Int64("retries", ev.Decision.Retries),
 		slog.Float64("ratio", ev.Decision.Ratio()),
 	)
-	if ev.Decision.Degraded {
-		attrs = append(attrs, slog.Bool("degraded", true))
+	if ev.Decision.Fallback {
+		attrs = append(attrs, slog.Bool("fallback", true))
 	}
 	l.logger.LogAttrs(ctx, level, msg, attrs...)
 }
@@ -174,11 +176,11 @@ func (l logObserver) cooldown(ev CooldownEvent) {
 // uncertain action needs a person or a reconciler; a created or retried
 // action is routine; the others (replayed, pending, delayed, resend,
 // reconcile) are worth seeing.
-func ledgerLevel(verdict string) slog.Level {
-	switch verdict {
-	case "created", "retry":
+func ledgerLevel(v ledger.Verdict) slog.Level {
+	switch v {
+	case ledger.VerdictCreated, ledger.VerdictRetry:
 		return slog.LevelDebug
-	case "conflict", "uncertain":
+	case ledger.VerdictConflict, ledger.VerdictUncertain:
 		return slog.LevelWarn
 	}
 	return slog.LevelInfo
@@ -203,9 +205,9 @@ func (l logObserver) ledger(ev LedgerEvent) {
 		slog.String("action", ev.Action.Key),
 	)
 	if ev.Err != nil {
-		attrs = append(attrs, slog.String("op", ev.Verdict), slog.String("error", ErrorText(ev.Err)))
+		attrs = append(attrs, slog.String("op", ev.Op), slog.String("error", ErrorText(ev.Err)))
 	} else {
-		attrs = append(attrs, slog.String("verdict", ev.Verdict))
+		attrs = append(attrs, slog.String("verdict", ev.Verdict.String()))
 	}
 	if len(ev.Path) > 0 {
 		attrs = append(attrs, slog.Any("decision", ev.Path))

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 )
@@ -228,11 +229,11 @@ func TestLogObserverEvents(t *testing.T) {
 		name: "budget refusal",
 		emit: func(o retrybudget.Observer) {
 			o.Budget(retrybudget.BudgetEvent{Request: req, Destination: "api.example.com",
-				Decision: retrybudget.BudgetDecision{Deposits: 10, Retries: 1, Degraded: true}})
+				Decision: budget.Decision{Deposits: 10, Retries: 1, Fallback: true}})
 		},
 		level: "WARN", msg: "retrybudget: retry budget refused a retry",
 		attrs: map[string]any{"destination": "api.example.com", "deposits": 10.0, "retries": 1.0,
-			"ratio": 0.1, "degraded": true},
+			"ratio": 0.1, "fallback": true},
 	}, {
 		name: "limiter wait",
 		emit: func(o retrybudget.Observer) {
@@ -254,7 +255,7 @@ func TestLogObserverEvents(t *testing.T) {
 		name: "ledger conflict",
 		emit: func(o retrybudget.Observer) {
 			o.Ledger(retrybudget.LedgerEvent{Request: req, Action: retrybudget.Action{Tenant: "acme", Operation: "refund", Key: "r-9"},
-				Verdict: "conflict", Path: []string{"record completed", "fingerprint differs"}})
+				Verdict: ledger.VerdictConflict, Path: []string{"record completed", "fingerprint differs"}})
 		},
 		level: "WARN", msg: "retrybudget: ledger decision",
 		attrs: map[string]any{"tenant": "acme", "operation": "refund", "action": "r-9", "verdict": "conflict",
@@ -263,7 +264,7 @@ func TestLogObserverEvents(t *testing.T) {
 		name: "ledger replay",
 		emit: func(o retrybudget.Observer) {
 			o.Ledger(retrybudget.LedgerEvent{Request: req, Action: retrybudget.Action{Tenant: "acme", Operation: "refund", Key: "r-9"},
-				Verdict: "replayed"})
+				Verdict: ledger.VerdictReplayed})
 		},
 		level: "INFO", msg: "retrybudget: ledger decision",
 		attrs: map[string]any{"tenant": "acme", "operation": "refund", "action": "r-9", "verdict": "replayed"},
@@ -271,7 +272,7 @@ func TestLogObserverEvents(t *testing.T) {
 		name: "ledger store failure",
 		emit: func(o retrybudget.Observer) {
 			o.Ledger(retrybudget.LedgerEvent{Request: req, Action: retrybudget.Action{Tenant: "acme", Operation: "refund", Key: "r-9"},
-				Verdict: "complete", Err: errors.New("redis: connection pool timeout")})
+				Op: "complete", Err: errors.New("redis: connection pool timeout")})
 		},
 		level: "ERROR", msg: "retrybudget: ledger store failed",
 		attrs: map[string]any{"action": "r-9", "op": "complete", "error": "redis: connection pool timeout"},
@@ -390,7 +391,7 @@ func TestLogObserverLedger(t *testing.T) {
 	var rec logRecorder
 	tr := retrybudget.New(retrybudget.Config{
 		Base:     srv.Client().Transport,
-		Ledger:   ledger.NewMemory(ledger.MemoryConfig{}),
+		Ledger:   retrybudget.LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})},
 		Observer: retrybudget.LogObserver(rec.logger()),
 	})
 	act := retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "order-1"}

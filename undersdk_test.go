@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
 // post sends a POST with the given headers through rt.
-func post(t *testing.T, rt http.RoundTripper, ctx context.Context, url string, h http.Header) (*http.Response, error) {
+func post(ctx context.Context, t *testing.T, rt http.RoundTripper, url string, h http.Header) (*http.Response, error) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader("amount=100"))
 	if err != nil {
@@ -32,7 +33,7 @@ func TestActionKeyReplacesAnSDKsKey(t *testing.T) {
 	var events []KeyEvent
 	tr := New(Config{Observer: Observer{KeyReplaced: func(e KeyEvent) { events = append(events, e) }}})
 	a := Action{Operation: "charge", Key: "order-1"}
-	resp, err := post(t, tr, WithAction(context.Background(), a), p.URL, http.Header{"Idempotency-Key": {"sdk-random-1"}})
+	resp, err := post(WithAction(context.Background(), a), t, tr, p.URL, http.Header{"Idempotency-Key": {"sdk-random-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,12 +50,12 @@ func TestSDKResendByKeyAnsweredFromTheGiveUp(t *testing.T) {
 	p := newProvider(t, status(503))
 	tr, _ := newFakeTransport(Config{MaxAttempts: 2})
 	h := http.Header{"Idempotency-Key": {"sdk-key-1"}}
-	resp, err := post(t, tr, context.Background(), p.URL, h)
+	resp, err := post(context.Background(), t, tr, p.URL, h)
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := finalOutcome(t, resp)
-	resp, err = post(t, tr, context.Background(), p.URL, h) // the SDK's re-send
+	resp, err = post(context.Background(), t, tr, p.URL, h) // the SDK's re-send
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestSDKResendByKeyAnsweredFromTheGiveUp(t *testing.T) {
 		t.Fatalf("re-send answered %d %q %+v; want the give-up's 503, repeated", resp.StatusCode, body, o)
 	}
 	// Another key is another call.
-	resp, err = post(t, tr, context.Background(), p.URL, http.Header{"Idempotency-Key": {"sdk-key-2"}})
+	resp, err = post(context.Background(), t, tr, p.URL, http.Header{"Idempotency-Key": {"sdk-key-2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +82,11 @@ func TestSDKNumberedResendOfAnUncertainPOSTIsNotSent(t *testing.T) {
 	p := newProvider(t, lost)
 	tr, _ := newFakeTransport(Config{})
 	count := func(n string) http.Header { return http.Header{"X-Stainless-Retry-Count": {n}} }
-	_, err := post(t, tr, context.Background(), p.URL, count("0"))
+	_, err := post(context.Background(), t, tr, p.URL, count("0"))
 	if !errors.Is(err, ErrUncertain) {
 		t.Fatalf("first send: %v, want ErrUncertain", err)
 	}
-	_, err = post(t, tr, context.Background(), p.URL, count("1"))
+	_, err = post(context.Background(), t, tr, p.URL, count("1"))
 	var e *Error
 	if !errors.As(err, &e) || !e.Repeated || !errors.Is(err, ErrUncertain) {
 		t.Fatalf("re-send: %v, want the give-up's ErrUncertain, repeated", err)
@@ -94,7 +95,7 @@ func TestSDKNumberedResendOfAnUncertainPOSTIsNotSent(t *testing.T) {
 		t.Fatalf("%d arrivals, want 1", n)
 	}
 	// A first send of an identical request is a new call.
-	_, _ = post(t, tr, context.Background(), p.URL, count("0"))
+	_, _ = post(context.Background(), t, tr, p.URL, count("0"))
 	if n := len(p.requests()); n != 2 {
 		t.Fatalf("%d arrivals, want the new call sent", n)
 	}
@@ -108,16 +109,16 @@ func TestRoutesInheritTheParentsGates(t *testing.T) {
 	store := ledger.NewMemory(ledger.MemoryConfig{})
 	rec := func(context.Context, ledger.Record) (ledger.Resolution, error) { return ledger.Resolution{}, nil }
 	boundary := limiter.Fixed("acct")
-	budget := UnlimitedBudget{}
-	th := NewAdaptiveThrottle(ThrottleConfig{})
-	tr := New(Config{Ledger: store, LedgerOwner: "w1", Reconciler: rec, Limiter: lim, Boundary: boundary,
-		Budget: budget, Throttle: th, Routes: []Route{{Host: "a.example"}, {Host: "b.example", Config: Config{Budget: NewLocalBudget(BudgetConfig{})}}}})
+	unlimited := budget.Unlimited{}
+	th := budget.NewThrottle(budget.ThrottleConfig{})
+	tr := New(Config{Ledger: LedgerConfig{Store: store, Owner: "w1", Reconciler: rec}, Limiter: lim, Boundary: boundary,
+		Budget: unlimited, Throttle: th, Routes: []Route{{Host: "a.example"}, {Host: "b.example", Config: Config{Budget: budget.NewLocal(budget.Config{})}}}})
 	c := tr.routes[0].t.cfg
-	if c.Ledger != store || c.LedgerOwner != "w1" || c.Reconciler == nil || c.Limiter != lim || c.Boundary == nil ||
-		c.Budget != budget || c.Throttle != th {
+	if c.Ledger.Store != store || c.Ledger.Owner != "w1" || c.Ledger.Reconciler == nil || c.Limiter != lim || c.Boundary == nil ||
+		c.Budget != unlimited || c.Throttle != th {
 		t.Fatalf("route config %+v does not inherit the parent's gates", c)
 	}
-	if _, own := tr.routes[1].t.cfg.Budget.(*LocalBudget); !own {
+	if _, own := tr.routes[1].t.cfg.Budget.(*budget.Local); !own {
 		t.Fatal("a route's own Budget was replaced by the parent's")
 	}
 }
@@ -139,16 +140,16 @@ func TestRouteAt(t *testing.T) {
 func TestAuxiliaryPathCarriesNoAction(t *testing.T) {
 	p := newProvider(t, status(200))
 	u, _ := url.Parse(p.URL)
-	var verdicts []string
+	var verdicts []ledger.Verdict
 	tr := New(Config{
-		Ledger:   ledger.NewMemory(ledger.MemoryConfig{}),
+		Ledger:   LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})},
 		Observer: Observer{Ledger: func(e LedgerEvent) { verdicts = append(verdicts, e.Verdict) }},
 		Routes:   []Route{{Name: "p", Host: u.Host, Auxiliary: []string{"/token"}}},
 	})
 	a := Action{Operation: "order", Key: "1"}
 	ctx := WithAction(context.Background(), a)
 	for _, path := range []string{"/token", "/orders"} {
-		resp, err := post(t, tr, ctx, p.URL+path, nil)
+		resp, err := post(ctx, t, tr, p.URL+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,15 +161,15 @@ func TestAuxiliaryPathCarriesNoAction(t *testing.T) {
 	if reqs[0].key == a.IdempotencyKey() || reqs[1].key != a.IdempotencyKey() {
 		t.Fatalf("keys %q, %q: want the Action's on the order only", reqs[0].key, reqs[1].key)
 	}
-	if len(verdicts) != 1 || verdicts[0] != "created" {
+	if len(verdicts) != 1 || verdicts[0] != ledger.VerdictCreated {
 		t.Fatalf("ledger verdicts %v, want one record, for the order", verdicts)
 	}
 }
 
 func TestMaxWaitBoundsAllOfACallsWaits(t *testing.T) {
 	p := newProvider(t, status(503, "Retry-After", "40"))
-	tr, fc := newFakeTransport(Config{MaxAttempts: 5, Budget: UnlimitedBudget{}})
-	resp, err := send(t, tr, context.Background(), "GET", p.URL, "")
+	tr, fc := newFakeTransport(Config{MaxAttempts: 5, Budget: budget.Unlimited{}})
+	resp, err := send(context.Background(), t, tr, "GET", p.URL, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestCaptureOutcomeKeepsTheLatest(t *testing.T) {
 		t.Fatal("an outcome before any call")
 	}
 	for range maxCaptured + 3 {
-		resp, err := send(t, tr, ctx, "GET", p.URL, "")
+		resp, err := send(ctx, t, tr, "GET", p.URL, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +234,7 @@ func TestOmitKeySendsNoKeyOfItsOwn(t *testing.T) {
 		{WithAction(context.Background(), a), nil, ""},
 		{WithAction(context.Background(), a), http.Header{"Idempotency-Key": {"sdk"}}, a.IdempotencyKey()},
 	} {
-		resp, err := post(t, tr, tt.ctx, p.URL, tt.h)
+		resp, err := post(tt.ctx, t, tr, p.URL, tt.h)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,12 +1,14 @@
-package budget
+package budget_test
 
 import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/benchtest"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
@@ -29,27 +31,41 @@ func benchClient(b *testing.B, ctxTimeouts bool) *redis.Client {
 	return rdb
 }
 
+// mustRedis is budget.NewRedis, failing b on an error.
+func mustRedis(b testing.TB, rdb redis.UniversalClient, cfg budget.RedisConfig) *budget.Redis {
+	b.Helper()
+	r, err := budget.NewRedis(rdb, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
 // benchBudgets are the budgets compared: the process-local one, the Redis
 // one with a client that honours deadlines (recommended) and with a
 // default client (each round trip then waits in a goroutine), and a Redis
-// budget while Redis is down (no client: the fail-open fallback).
+// budget while Redis is down (nothing listens: the fail-open fallback).
 func benchBudgets(b *testing.B) []struct {
 	name string
-	new  func(b *testing.B) retrybudget.Budget
+	new  func(b *testing.B) budget.Budget
 } {
-	redisBudget := func(ctxTimeouts bool) func(b *testing.B) retrybudget.Budget {
-		return func(b *testing.B) retrybudget.Budget {
-			return newRedis(benchClient(b, ctxTimeouts), RedisConfig{Prefix: redistest.Prefix(b)})
+	redisBudget := func(ctxTimeouts bool) func(b *testing.B) budget.Budget {
+		return func(b *testing.B) budget.Budget {
+			return mustRedis(b, benchClient(b, ctxTimeouts), budget.RedisConfig{Prefix: redistest.Prefix(b), Timeout: 5 * time.Second})
 		}
 	}
 	return []struct {
 		name string
-		new  func(b *testing.B) retrybudget.Budget
+		new  func(b *testing.B) budget.Budget
 	}{
-		{"local", func(*testing.B) retrybudget.Budget { return retrybudget.NewLocalBudget(retrybudget.BudgetConfig{}) }},
+		{"local", func(*testing.B) budget.Budget { return budget.NewLocal(budget.Config{}) }},
 		{"redis", redisBudget(true)},
 		{"redis-detached", redisBudget(false)},
-		{"redis-down", func(*testing.B) retrybudget.Budget { return NewRedis(nil, RedisConfig{}) }},
+		{"redis-down", func(b *testing.B) budget.Budget {
+			rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+			b.Cleanup(func() { _ = rdb.Close() })
+			return mustRedis(b, rdb, budget.RedisConfig{})
+		}},
 	}
 }
 
@@ -63,7 +79,9 @@ func BenchmarkDecision(b *testing.B) {
 	for _, bb := range benchBudgets(b) {
 		b.Run(bb.name, func(b *testing.B) {
 			bud := bb.new(b)
-			deposit(bud, "api.example.com", 1000)
+			for range 1000 {
+				bud.Deposit(ctx, "api.example.com")
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				bud.Withdraw(ctx, "api.example.com")

@@ -20,7 +20,7 @@
 -- Reply {allowed, deposits, retries}: allowed is 1 or 0; deposits and
 -- retries are the window's totals after this call.
 --
--- The rule, the same as retrybudget.LocalBudget's: a retry is allowed while
+-- The rule, the same as budget.Local's: a retry is allowed while
 -- retries + 1 <= percent * deposits over the window, or else while the
 -- floor bucket (refilled at floor per second, holding at most one second's
 -- worth) has a whole token, which it takes. Either way it counts as a
@@ -51,7 +51,7 @@ local oldest = slot - 9 -- the window is slots oldest..slot
 -- live fields, so reading it whole is cheap, and it finds stale slots that
 -- a lookup by name would miss after an idle spell. Slots newer than now
 -- (a failover to a server whose clock is behind) are counted, as
--- LocalBudget counts a clock that goes back into the current slot.
+-- Local counts a clock that goes back into the current slot.
 local deposits, retries = 0, 0
 local tokens, filled
 local stale = {}
@@ -88,7 +88,7 @@ end
 
 local allowed = 0
 if want then
-  -- The same comparison in doubles as LocalBudget's, so that both decide
+  -- The same comparison in doubles as Local's, so that both decide
   -- alike at the boundary.
   if retries + 1 <= percent * deposits then
     allowed = 1

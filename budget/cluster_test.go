@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
@@ -18,8 +17,8 @@ func TestRedisCluster(t *testing.T) {
 	cc := cl.Client(t)
 	ctx := context.Background()
 	prefix := redistest.Prefix(t)
-	cfg := RedisConfig{BudgetConfig: retrybudget.BudgetConfig{Percent: 0.5, MinRetriesPerSec: -1}, Prefix: prefix}
-	a, b := newRedis(cc, cfg), newRedis(cc, cfg)
+	cfg := RedisConfig{Config: Config{Percent: 0.5, MinRetriesPerSec: -1}, Prefix: prefix}
+	a, b := newRedis(t, cc, cfg), newRedis(t, cc, cfg)
 
 	const dests = 30
 	for i := range dests {

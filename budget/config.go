@@ -3,8 +3,6 @@ package budget
 import (
 	"log/slog"
 	"time"
-
-	"github.com/retrybudget/retrybudget"
 )
 
 // Defaults of a RedisConfig's zero fields.
@@ -18,16 +16,15 @@ const (
 // rule (10% of first attempts, or 10 retries per second, over 10s) shared
 // under [DefaultPrefix], with a 50ms timeout, failing open.
 type RedisConfig struct {
-	// BudgetConfig is the rule, the same as a LocalBudget's, counted for
-	// every process that shares the Redis and the Prefix. Its zero fields
-	// mean the same defaults: 10%, 10 retries per second, a 10s window.
-	retrybudget.BudgetConfig
+	// Config is the rule, the same as a Local's, counted for every process
+	// that shares the Redis and the Prefix. Its zero fields mean the same
+	// defaults: 10%, 10 retries per second, a 10s window.
+	Config
 
 	// Prefix starts every key. Processes share a destination's budget
 	// when they use the same Redis, Prefix and rule. Empty means
-	// [DefaultPrefix]. A "{...}" in Prefix becomes the cluster hash tag of
-	// every key, putting all destinations on one slot: still correct, since
-	// each decision touches one key, but no longer spread over a cluster.
+	// [DefaultPrefix]. It must not contain '{' or '}', which would move
+	// the cluster hash tag.
 	Prefix string
 
 	// Timeout bounds one round trip to Redis (a Withdraw, or a Deposit
@@ -38,7 +35,7 @@ type RedisConfig struct {
 	// OnUnavailable says what Withdraw decides when Redis does not answer
 	// in time, or is skipped while it is known to be down. Zero, and any
 	// value other than [FailClosed], means [FailOpen].
-	OnUnavailable Policy
+	OnUnavailable FailMode
 
 	// ProbeInterval is how long Redis is left alone after a failure:
 	// decisions in between go straight to the OnUnavailable policy, and

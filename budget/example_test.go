@@ -24,12 +24,16 @@ func ExampleNewRedis() {
 		ContextTimeoutEnabled: true,
 	})
 	defer rdb.Close()
-	b := budget.NewRedis(rdb, budget.RedisConfig{
+	b, err := budget.NewRedis(rdb, budget.RedisConfig{
 		Prefix:        "payments:budget:",
 		Timeout:       30 * time.Millisecond,
 		OnUnavailable: budget.FailOpen,
 		Logger:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{Budget: b})}
 	resp, err := client.Get("https://api.example.com/v1/balance")
 	if err != nil {
@@ -40,30 +44,36 @@ func ExampleNewRedis() {
 	fmt.Println(resp.Status)
 }
 
-// When Redis cannot be reached (here there is no client at all), each
-// decision follows the policy and says it is degraded. Failing open, the
-// local rule decides from this process's own first attempts: 10% of 100.
-// Failing closed, no retry goes out.
-func ExamplePolicy() {
+// When Redis cannot be reached (here nothing listens on its port), each
+// decision follows the fail mode and says it is a fallback. Failing open,
+// the local rule decides from this process's own first attempts: 10% of
+// 100. Failing closed, no retry goes out.
+func ExampleFailMode() {
 	ctx := context.Background()
-	for _, policy := range []budget.Policy{budget.FailOpen, budget.FailClosed} {
-		b := budget.NewRedis(nil, budget.RedisConfig{
-			BudgetConfig:  retrybudget.BudgetConfig{MinRetriesPerSec: -1}, // no floor
-			OnUnavailable: policy,
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer rdb.Close()
+	for _, mode := range []budget.FailMode{budget.FailOpen, budget.FailClosed} {
+		b, err := budget.NewRedis(rdb, budget.RedisConfig{
+			Config:        budget.Config{MinRetriesPerSec: -1}, // no floor
+			OnUnavailable: mode,
 		})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
 		for range 100 {
 			b.Deposit(ctx, "api.example.com")
 		}
 		allowed := 0
-		var d retrybudget.BudgetDecision
+		var d budget.Decision
 		for range 20 {
 			if d = b.Withdraw(ctx, "api.example.com"); d.Allowed {
 				allowed++
 			}
 		}
-		fmt.Printf("%s: %d of 20 retries allowed, degraded=%v\n", policy, allowed, d.Degraded)
+		fmt.Printf("%s: %d of 20 retries allowed, fallback=%v\n", mode, allowed, d.Fallback)
 	}
 	// Output:
-	// fail-open: 10 of 20 retries allowed, degraded=true
-	// fail-closed: 0 of 20 retries allowed, degraded=true
+	// fail-open: 10 of 20 retries allowed, fallback=true
+	// fail-closed: 0 of 20 retries allowed, fallback=true
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/internal/logrecorder"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
@@ -44,8 +43,8 @@ const faultDest = "api.example.com#sk_live_s3cret"
 
 // faultRule is deterministic over the test's few seconds: no floor, so the
 // local fallback's answers depend on the counts alone and can be compared
-// with a reference LocalBudget fed the same deposits.
-var faultRule = retrybudget.BudgetConfig{Percent: 0.5, MinRetriesPerSec: -1}
+// with a reference Local fed the same deposits.
+var faultRule = Config{Percent: 0.5, MinRetriesPerSec: -1}
 
 // TestRedisFault kills a private Redis mid-run and restarts it: every
 // decision comes within the timeout as the policy says, the outage is
@@ -59,7 +58,7 @@ func TestRedisFault(t *testing.T) {
 		{"stop", (*redistest.Server).Stop}, // a shutdown: connections closed
 	}
 	for _, down := range downs {
-		for _, policy := range []Policy{FailOpen, FailClosed} {
+		for _, policy := range []FailMode{FailOpen, FailClosed} {
 			for _, ctxTimeouts := range []bool{false, true} {
 				name := fmt.Sprintf("%s/%s/ContextTimeoutEnabled=%v", down.name, policy, ctxTimeouts)
 				t.Run(name, func(t *testing.T) { testRedisFault(t, down.down, policy, ctxTimeouts) })
@@ -68,23 +67,23 @@ func TestRedisFault(t *testing.T) {
 	}
 }
 
-func testRedisFault(t *testing.T, down func(*redistest.Server), policy Policy, ctxTimeouts bool) {
+func testRedisFault(t *testing.T, down func(*redistest.Server), policy FailMode, ctxTimeouts bool) {
 	srv := redistest.Start(t)
 	logs := &recordingHandler{}
 	cfg := RedisConfig{
-		BudgetConfig:  faultRule,
+		Config:        faultRule,
 		Prefix:        redistest.Prefix(t),
 		Timeout:       faultTimeout,
 		OnUnavailable: policy,
 		ProbeInterval: faultProbe,
 		Logger:        slog.New(logs),
 	}
-	b := NewRedis(faultClient(t, srv.Addr, ctxTimeouts), cfg)
-	peer := newRedis(faultClient(t, srv.Addr, ctxTimeouts), RedisConfig{BudgetConfig: faultRule, Prefix: cfg.Prefix})
+	b := mustRedis(t, faultClient(t, srv.Addr, ctxTimeouts), cfg)
+	peer := newRedis(t, faultClient(t, srv.Addr, ctxTimeouts), RedisConfig{Config: faultRule, Prefix: cfg.Prefix})
 	if b.detached == ctxTimeouts {
 		t.Fatalf("detached = %v with ContextTimeoutEnabled = %v", b.detached, ctxTimeouts)
 	}
-	ref := retrybudget.NewLocalBudget(faultRule)
+	ref := NewLocal(faultRule)
 	both := func(n int) {
 		deposit(b, faultDest, n)
 		deposit(ref, faultDest, n)
@@ -110,14 +109,14 @@ func TestRedisHang(t *testing.T) {
 		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) {
 			srv := redistest.Start(t)
 			cfg := RedisConfig{
-				BudgetConfig:  faultRule,
+				Config:        faultRule,
 				Prefix:        redistest.Prefix(t),
 				Timeout:       faultTimeout,
 				OnUnavailable: FailClosed,
 				ProbeInterval: faultProbe,
 			}
-			b := NewRedis(faultClient(t, srv.Addr, ctxTimeouts), cfg)
-			peer := newRedis(faultClient(t, srv.Addr, ctxTimeouts), RedisConfig{BudgetConfig: faultRule, Prefix: cfg.Prefix})
+			b := mustRedis(t, faultClient(t, srv.Addr, ctxTimeouts), cfg)
+			peer := newRedis(t, faultClient(t, srv.Addr, ctxTimeouts), RedisConfig{Config: faultRule, Prefix: cfg.Prefix})
 			deposit(b, faultDest, 10)
 			healthy(t, b, nil)
 			resume := srv.Freeze(t)
@@ -130,14 +129,14 @@ func TestRedisHang(t *testing.T) {
 
 // healthy waits until b decides from Redis. The first round trip to a
 // fresh server (a dial, EVALSHA, then EVAL) may outlast the short timeout
-// under test on a loaded machine; degraded decisions on the way are
+// under test on a loaded machine; fallback decisions on the way are
 // mirrored on ref, which must keep seeing what b's fallback sees.
-func healthy(t *testing.T, b *Redis, ref *retrybudget.LocalBudget) {
+func healthy(t *testing.T, b *Redis, ref *Local) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		d := b.Withdraw(context.Background(), faultDest)
-		if !d.Degraded {
+		if !d.Fallback {
 			if !d.Allowed {
 				t.Fatalf("healthy: %+v; want allowed", d)
 			}
@@ -155,9 +154,9 @@ func healthy(t *testing.T, b *Redis, ref *retrybudget.LocalBudget) {
 
 // checkOutage makes decisions for a while with Redis down and checks each
 // against the policy and the timeout: failing open, each must equal the
-// reference LocalBudget's (fed the same deposits) and be Degraded; failing
-// closed, each must be refused and Degraded.
-func checkOutage(t *testing.T, b *Redis, ref *retrybudget.LocalBudget, depositBoth func(int), policy Policy) {
+// reference Local's (fed the same deposits) and be a Fallback; failing
+// closed, each must be refused and a Fallback.
+func checkOutage(t *testing.T, b *Redis, ref *Local, depositBoth func(int), policy FailMode) {
 	t.Helper()
 	stalls := startStallMeter()
 	defer stalls.close()
@@ -180,13 +179,13 @@ func checkOutage(t *testing.T, b *Redis, ref *retrybudget.LocalBudget, depositBo
 			}
 			t.Logf("decision %d took %v (probed Redis: %v), but the machine stalled sleeping goroutines up to %v", n, took, probed, late)
 		}
-		if !d.Degraded {
-			t.Fatalf("decision %d: %+v with Redis down; want Degraded", n, d)
+		if !d.Fallback {
+			t.Fatalf("decision %d: %+v with Redis down; want Fallback", n, d)
 		}
 		switch policy {
 		case FailOpen:
 			want := ref.Withdraw(context.Background(), faultDest)
-			want.Degraded = true
+			want.Fallback = true
 			if d != want {
 				t.Fatalf("decision %d: %+v; want the local rule's %+v", n, d, want)
 			}
@@ -214,11 +213,11 @@ func waitShared(t *testing.T, b, peer *Redis) {
 	for _, x := range []*Redis{b, peer} {
 		for {
 			d := x.Withdraw(context.Background(), faultDest)
-			if !d.Degraded {
+			if !d.Fallback {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("still degraded 5s after Redis came back: %+v", d)
+				t.Fatalf("still falling back 5s after Redis came back: %+v", d)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -232,7 +231,7 @@ func waitShared(t *testing.T, b, peer *Redis) {
 		deposit(b, faultDest, 40)
 		sent := b.Withdraw(context.Background(), faultDest) // sends the 40
 		after := peer.Withdraw(context.Background(), faultDest)
-		if !sent.Degraded && !before.Degraded && !after.Degraded {
+		if !sent.Fallback && !before.Fallback && !after.Fallback {
 			if after.Deposits != before.Deposits+40 {
 				t.Fatalf("peer saw %+v then %+v; want 40 more deposits shared", before, after)
 			}

@@ -1,4 +1,4 @@
-package budget
+package budget_test
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
@@ -58,7 +59,7 @@ type fleetConfig struct {
 type fleetReport struct {
 	Dead, DeadRefused, DeadErrors    int // calls to the dead provider
 	Healthy, HealthyOK, HealthyRetry int // calls to the healthy one
-	Decisions, Degraded              int // budget decisions seen
+	Decisions, Fallback              int // budget decisions seen
 	Millis                           int64
 }
 
@@ -70,7 +71,7 @@ type fleetOutcome struct {
 	healthyFailed    int64 // first attempts the healthy provider failed
 	logical, healthy int
 	retries, refused int
-	degraded         int
+	fallback         int
 	healthyOK        int
 	elapsed          time.Duration
 }
@@ -82,7 +83,7 @@ func (o fleetOutcome) amplification() float64 {
 // TestFleet: four worker processes sharing the Redis budget against a dead
 // provider send at most 1.15 attempts per logical request between them,
 // while a healthy provider in the same run gets the retries it needs. The
-// same workers with a LocalBudget each are the control.
+// same workers with a budget.Local each are the control.
 //
 // Two traffic levels show where sharing matters. Busy workers (200 calls
 // each) are bounded by the 10% share, which adds up the same whether
@@ -124,8 +125,8 @@ func checkFleet(t *testing.T, bounded bool, shared, local fleetOutcome) {
 		name string
 		o    fleetOutcome
 	}{{"Redis budget ", shared}, {"local budgets", local}} {
-		t.Logf("  %s amplification %.3f: %d attempts for %d logical (%d retries, %d calls refused by the budget), %d degraded decisions, %v; healthy provider: %d/%d calls succeeded, %d of %d failed first attempts retried",
-			r.name, r.o.amplification(), r.o.deadArrivals, r.o.logical, r.o.retries, r.o.refused, r.o.degraded,
+		t.Logf("  %s amplification %.3f: %d attempts for %d logical (%d retries, %d calls refused by the budget), %d fallback decisions, %v; healthy provider: %d/%d calls succeeded, %d of %d failed first attempts retried",
+			r.name, r.o.amplification(), r.o.deadArrivals, r.o.logical, r.o.retries, r.o.refused, r.o.fallback,
 			r.o.elapsed.Round(time.Millisecond), r.o.healthyOK, r.o.healthy, r.o.healthyArrivals-int64(r.o.healthy), r.o.healthyFailed)
 	}
 	if a := shared.amplification(); bounded && a > fleetMaxAmplification {
@@ -137,8 +138,8 @@ func checkFleet(t *testing.T, bounded bool, shared, local fleetOutcome) {
 	if limit := 0.1*float64(shared.logical) + 10 + 10*shared.elapsed.Seconds(); float64(shared.retries) > limit {
 		t.Errorf("the fleet sent %d retries with the Redis budget; the rule allows at most %.1f", shared.retries, limit)
 	}
-	if shared.degraded != 0 {
-		t.Errorf("%d degraded decisions: the fleet did not share one budget throughout", shared.degraded)
+	if shared.fallback != 0 {
+		t.Errorf("%d fallback decisions: the fleet did not share one budget throughout", shared.fallback)
 	}
 	for _, o := range []fleetOutcome{shared, local} {
 		if o.healthyOK != o.healthy {
@@ -263,7 +264,7 @@ func runFleet(t *testing.T, env []string, fc fleetConfig) fleetOutcome {
 		o.refused += r.DeadRefused
 		o.healthy += r.Healthy
 		o.healthyOK += r.HealthyOK
-		o.degraded += r.Degraded
+		o.fallback += r.Fallback
 	}
 	// The last report ends the traffic; the workers' exit does not count.
 	o.elapsed = time.Since(start)
@@ -289,14 +290,18 @@ func TestFleetChild(t *testing.T) {
 	if err := json.Unmarshal([]byte(os.Getenv(fleetConfigEnv)), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	var b retrybudget.Budget
+	var b budget.Budget
 	switch cfg.Mode {
 	case "redis":
 		// The timeout is generous: this test is about sharing, and four
 		// processes under the race detector on two cores can be slow.
-		b = NewRedis(redistest.Client(t), RedisConfig{Prefix: cfg.Prefix, Timeout: 2 * time.Second})
+		rb, err := budget.NewRedis(redistest.Client(t), budget.RedisConfig{Prefix: cfg.Prefix, Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = rb
 	case "local":
-		b = retrybudget.NewLocalBudget(retrybudget.BudgetConfig{})
+		b = budget.NewLocal(budget.Config{})
 	default:
 		t.Fatalf("unknown mode %q", cfg.Mode)
 	}
@@ -315,8 +320,8 @@ func TestFleetChild(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				rep.Decisions++
-				if e.Decision.Degraded {
-					rep.Degraded++
+				if e.Decision.Fallback {
+					rep.Fallback++
 				}
 			},
 			GiveUp: func(e retrybudget.GiveUpEvent) {

@@ -4,8 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/retrybudget/retrybudget"
 )
 
 // pending is one destination's deposits not yet sent to Redis. Deposits
@@ -24,8 +22,7 @@ type pending struct {
 }
 
 // pendings maps destinations to their pending deposits, forgetting those
-// idle for longer than retrybudget.DefaultBudgetIdleTimeout, as
-// LocalBudget does.
+// idle for longer than idleTimeout, as Local does.
 type pendings struct {
 	mu    sync.RWMutex // guards dests
 	dests map[string]*pending
@@ -71,7 +68,7 @@ func (p *pendings) sweep(now time.Time) {
 	if now.UnixNano()-last < int64(p.every) || !p.swept.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
-	idle := now.Add(-retrybudget.DefaultBudgetIdleTimeout).UnixNano()
+	idle := now.Add(-idleTimeout).UnixNano()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k, d := range p.dests {

@@ -2,14 +2,15 @@ package budget
 
 import (
 	"context"
-	"github.com/retrybudget/retrybudget/internal/redishealth"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/retrybudget/retrybudget"
+
+	"github.com/retrybudget/retrybudget/internal/redisstore"
 )
 
-// Redis is a [retrybudget.Budget] counted in Redis, shared by every
+// Redis is a [Budget] counted in Redis, shared by every
 // process that uses the same Redis, Prefix and rule: a fleet calling one
 // provider gets one budget for it, so the floor of retries per second and
 // the percentage hold for the fleet rather than for each process. It works
@@ -38,23 +39,18 @@ import (
 // than credited late.
 //
 // When Redis does not answer within Timeout (or a cluster node is
-// unreachable), the decision follows OnUnavailable with Degraded set, the
+// unreachable), the decision follows OnUnavailable with Fallback set, the
 // outage is logged once, and Redis is probed again every ProbeInterval
 // until it answers, which is logged once too. Withdraw and Deposit never
 // panic and never block longer than about Timeout, even with a client
 // whose ContextTimeoutEnabled is false. Deposits made while Redis is down
 // are counted only by the fail-open fallback.
 //
-// A nil client (or a nil *redis.Client, *redis.ClusterClient or
-// *redis.Ring) makes a budget whose every decision is degraded, following
-// OnUnavailable, without logging: a deployment without Redis then behaves
-// as its policy says.
-//
 // Redis is safe for concurrent use. It starts no goroutine except, with a
 // client whose ContextTimeoutEnabled is false, one per round trip that ends
 // when the client gives up on the command.
 type Redis struct {
-	rdb    redis.UniversalClient // nil: always degraded
+	rdb    redis.UniversalClient
 	script *script
 	dests  *pendings
 
@@ -64,15 +60,15 @@ type Redis struct {
 	// stale is the window in nanoseconds: pending deposits older than it
 	// are dropped, not credited late.
 	stale  int64
-	policy Policy
+	policy FailMode
 	// detached runs round trips in a goroutine because the client would
 	// let a stalled socket outlive the context deadline.
 	detached bool
 
 	// local is the FailOpen fallback, fed with every deposit; nil when
 	// failing closed.
-	local  *retrybudget.LocalBudget
-	health *redishealth.Tracker
+	local  *Local
+	health *redisstore.Tracker
 
 	// now is the clock seam for the process-side decisions (flushing,
 	// probing, the fallback): time.Now except in tests. Budget windows
@@ -81,16 +77,15 @@ type Redis struct {
 }
 
 // NewRedis returns a Redis budget using rdb, with cfg's zero fields
-// defaulted. It does not contact Redis.
-func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) *Redis {
-	if nilClient(rdb) {
-		rdb = nil
+// defaulted. It fails with an error wrapping [ErrInvalidConfig] for a nil
+// client (or a nil *redis.Client, *redis.ClusterClient or *redis.Ring) and
+// for a Prefix holding '{' or '}'. It does not contact Redis.
+func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
+	prefix, err := redisstore.Setup(rdb, cfg.Prefix, DefaultPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	r := cfg.BudgetConfig.Rule()
-	prefix := cfg.Prefix
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
+	r := cfg.Config.Rule()
 	flush := cfg.FlushInterval
 	switch {
 	case flush == 0:
@@ -110,30 +105,27 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) *Redis {
 		flushEvery: int64(flush),
 		stale:      int64(r.Window),
 		policy:     policy,
-		detached:   rdb != nil && !honoursContext(rdb),
-		health: redishealth.New("budget", policy.String(),
+		detached:   !redisstore.HonoursContext(rdb),
+		health: redisstore.NewTracker("budget", policy.String(),
 			orDefault(cfg.ProbeInterval, DefaultProbeInterval), cfg.Logger),
 		now: time.Now,
 	}
 	if policy == FailOpen {
-		// The caller's config, not r: LocalBudget reads a zero field as
+		// The caller's config, not r: Local reads a zero field as
 		// its default, where r's zeros mean none.
-		b.local = retrybudget.NewLocalBudget(cfg.BudgetConfig)
+		b.local = NewLocal(cfg.Config)
 	}
-	return b
+	return b, nil
 }
 
-// Deposit implements [retrybudget.Budget]. It counts the first attempt in
+// Deposit implements [Budget]. It counts the first attempt in
 // this process and, at most once per FlushInterval per destination, sends
 // the deposits counted so far; only that call waits for Redis, at most
 // Timeout.
 func (b *Redis) Deposit(ctx context.Context, dest string) {
 	now := b.now()
 	if b.local != nil {
-		b.local.DepositAt(dest, now)
-	}
-	if b.rdb == nil {
-		return
+		b.local.depositAt(dest, now)
 	}
 	p := b.dests.get(dest, now)
 	at := now.UnixNano()
@@ -165,19 +157,16 @@ func (b *Redis) Deposit(ctx context.Context, dest string) {
 	}
 }
 
-// Withdraw implements [retrybudget.Budget]. It sends this process's pending
+// Withdraw implements [Budget]. It sends this process's pending
 // deposits to dest and decides the retry in one round trip, waiting at
 // most Timeout; when Redis is unavailable the decision follows
-// OnUnavailable and is Degraded.
-func (b *Redis) Withdraw(ctx context.Context, dest string) retrybudget.BudgetDecision {
+// OnUnavailable and is marked Fallback.
+func (b *Redis) Withdraw(ctx context.Context, dest string) Decision {
 	now := b.now()
-	if b.rdb == nil {
-		return b.degraded(dest, now)
-	}
 	p := b.dests.get(dest, now)
 	if ok, _ := b.health.Attempt(now); !ok {
 		p.n.Store(0)
-		return b.degraded(dest, now)
+		return b.fallback(dest, now)
 	}
 	at := now.UnixNano()
 	n := p.n.Swap(0)
@@ -189,9 +178,9 @@ func (b *Redis) Withdraw(ctx context.Context, dest string) retrybudget.BudgetDec
 	}
 	r, ok := b.send(ctx, p.key, n, true)
 	if !ok {
-		return b.degraded(dest, now)
+		return b.fallback(dest, now)
 	}
-	return retrybudget.BudgetDecision{Allowed: r.allowed, Deposits: r.deposits, Retries: r.retries}
+	return Decision{Allowed: r.allowed, Deposits: r.deposits, Retries: r.retries}
 }
 
 // send runs one round trip bounded by the timeout and records its success
@@ -211,70 +200,19 @@ func (b *Redis) send(ctx context.Context, key string, credit int64, withdraw boo
 	return r, true
 }
 
-// degraded is the decision of OnUnavailable for a retry to dest at now.
-func (b *Redis) degraded(dest string, now time.Time) retrybudget.BudgetDecision {
+// fallback is the decision of OnUnavailable for a retry to dest at now.
+func (b *Redis) fallback(dest string, now time.Time) Decision {
 	if b.local == nil {
-		return retrybudget.BudgetDecision{Degraded: true}
+		return Decision{Fallback: true}
 	}
-	d := b.local.WithdrawAt(dest, now)
-	d.Degraded = true
+	d := b.local.withdrawAt(dest, now)
+	d.Fallback = true
 	return d
 }
 
 // roundTrip runs the script with a deadline of b.timeout.
 func (b *Redis) roundTrip(ctx context.Context, key string, credit int64, withdraw bool) (reply, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
-	defer cancel()
-	if !b.detached {
+	return redisstore.RoundTrip(ctx, b.timeout, b.detached, func(ctx context.Context) (reply, error) {
 		return b.script.call(ctx, b.rdb, key, credit, withdraw)
-	}
-	// The client ignores the deadline once a command is on the wire, so a
-	// stalled server would hold this call for the client's ReadTimeout.
-	// Wait in a goroutine instead; it ends when the client gives up, and
-	// its result is dropped.
-	type result struct {
-		r   reply
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r, err := b.script.call(ctx, b.rdb, key, credit, withdraw)
-		done <- result{r, err}
-	}()
-	select {
-	case res := <-done:
-		return res.r, res.err
-	case <-ctx.Done():
-		return reply{}, ctx.Err()
-	}
-}
-
-// nilClient reports whether rdb is nil, or a nil pointer of one of
-// go-redis's client types, which would panic on first use.
-func nilClient(rdb redis.UniversalClient) bool {
-	switch c := rdb.(type) {
-	case nil:
-		return true
-	case *redis.Client:
-		return c == nil
-	case *redis.ClusterClient:
-		return c == nil
-	case *redis.Ring:
-		return c == nil
-	}
-	return false
-}
-
-// honoursContext reports whether rdb applies context deadlines to socket
-// reads and writes; go-redis does only with ContextTimeoutEnabled.
-func honoursContext(rdb redis.UniversalClient) bool {
-	switch c := rdb.(type) {
-	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.Ring:
-		return c.Options().ContextTimeoutEnabled
-	}
-	return false
+	})
 }

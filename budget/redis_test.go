@@ -12,34 +12,44 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
 // testTimeout bounds round trips in tests that are not about timeouts: on
 // a loaded machine under the race detector a round trip can exceed the
-// 50ms default, and a degraded decision would fail them for nothing.
+// 50ms default, and a fallback decision would fail them for nothing.
 const testTimeout = 5 * time.Second
 
-// newRedis is NewRedis with testTimeout unless cfg sets a Timeout.
-func newRedis(rdb redis.UniversalClient, cfg RedisConfig) *Redis {
+// newRedis is mustRedis with testTimeout unless cfg sets a Timeout.
+func newRedis(t testing.TB, rdb redis.UniversalClient, cfg RedisConfig) *Redis {
+	t.Helper()
 	if cfg.Timeout == 0 {
 		cfg.Timeout = testTimeout
 	}
-	return NewRedis(rdb, cfg)
+	return mustRedis(t, rdb, cfg)
+}
+
+// mustRedis is NewRedis, failing t on an error.
+func mustRedis(t testing.TB, rdb redis.UniversalClient, cfg RedisConfig) *Redis {
+	t.Helper()
+	b, err := NewRedis(rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // withdrawN withdraws n times and returns how many were allowed and the
-// last decision. It fails t on a degraded decision: these tests are about
+// last decision. It fails t on a fallback decision: these tests are about
 // Redis answering.
-func withdrawN(t testing.TB, b retrybudget.Budget, dest string, n int) (int, retrybudget.BudgetDecision) {
+func withdrawN(t testing.TB, b Budget, dest string, n int) (int, Decision) {
 	t.Helper()
 	allowed := 0
-	var d retrybudget.BudgetDecision
+	var d Decision
 	for range n {
 		d = b.Withdraw(context.Background(), dest)
-		if d.Degraded {
-			t.Fatalf("degraded decision %+v with Redis up", d)
+		if d.Fallback {
+			t.Fatalf("fallback decision %+v with Redis up", d)
 		}
 		if d.Allowed {
 			allowed++
@@ -49,7 +59,7 @@ func withdrawN(t testing.TB, b retrybudget.Budget, dest string, n int) (int, ret
 }
 
 // deposit deposits n first attempts to dest.
-func deposit(b retrybudget.Budget, dest string, n int) {
+func deposit(b Budget, dest string, n int) {
 	for range n {
 		b.Deposit(context.Background(), dest)
 	}
@@ -69,7 +79,7 @@ func scanKeys(t testing.TB, rdb redis.UniversalClient, prefix string) []string {
 	return keys
 }
 
-// The script's rule and LocalBudget's decide alike, step by step, down to
+// The script's rule and Local's decide alike, step by step, down to
 // the float comparison at the boundary. Each case runs well inside one
 // second, so a floor of 1/s refills no whole token during it and the
 // outcome does not depend on timing.
@@ -77,24 +87,24 @@ func TestRedisMatchesLocalRule(t *testing.T) {
 	rdb := redistest.Client(t)
 	tests := []struct {
 		name string
-		rule retrybudget.BudgetConfig
+		rule Config
 		ops  string // D<n>: n deposits; W<n>: n withdrawals
 	}{
-		{"default percent", retrybudget.BudgetConfig{MinRetriesPerSec: -1}, "D100 W15"},
-		{"percent and floor", retrybudget.BudgetConfig{Percent: 0.5, MinRetriesPerSec: 1}, "D10 W3 D1 W10 D4 W3"},
-		{"all retried", retrybudget.BudgetConfig{Percent: 1, MinRetriesPerSec: -1}, "D5 W10"},
-		{"floor alone", retrybudget.BudgetConfig{Percent: -1, MinRetriesPerSec: 1}, "W5 D100 W5"},
-		{"equality allows", retrybudget.BudgetConfig{Percent: 0.25, MinRetriesPerSec: -1}, "D3 W1 D1 W2 D4 W2"},
+		{"default percent", Config{MinRetriesPerSec: -1}, "D100 W15"},
+		{"percent and floor", Config{Percent: 0.5, MinRetriesPerSec: 1}, "D10 W3 D1 W10 D4 W3"},
+		{"all retried", Config{Percent: 1, MinRetriesPerSec: -1}, "D5 W10"},
+		{"floor alone", Config{Percent: -1, MinRetriesPerSec: 1}, "W5 D100 W5"},
+		{"equality allows", Config{Percent: 0.25, MinRetriesPerSec: -1}, "D3 W1 D1 W2 D4 W2"},
 		// 0.1*30 is 3.0000000000000004 and 0.3*10 too: both sides must
 		// compare the same doubles.
-		{"float boundary", retrybudget.BudgetConfig{Percent: 0.1, MinRetriesPerSec: -1}, "D10 W2 D20 W5"},
-		{"float boundary 0.3", retrybudget.BudgetConfig{Percent: 0.3, MinRetriesPerSec: -1}, "D10 W5"},
-		{"no deposits", retrybudget.BudgetConfig{MinRetriesPerSec: -1}, "W3"},
+		{"float boundary", Config{Percent: 0.1, MinRetriesPerSec: -1}, "D10 W2 D20 W5"},
+		{"float boundary 0.3", Config{Percent: 0.3, MinRetriesPerSec: -1}, "D10 W5"},
+		{"no deposits", Config{MinRetriesPerSec: -1}, "W3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			shared := newRedis(rdb, RedisConfig{BudgetConfig: tt.rule, Prefix: redistest.Prefix(t)})
-			local := retrybudget.NewLocalBudget(tt.rule)
+			shared := newRedis(t, rdb, RedisConfig{Config: tt.rule, Prefix: redistest.Prefix(t)})
+			local := NewLocal(tt.rule)
 			start := time.Now()
 			for i, op := range strings.Fields(tt.ops) {
 				n, err := strconv.Atoi(op[1:])
@@ -124,7 +134,7 @@ func TestRedisMatchesLocalRule(t *testing.T) {
 // The default rule: 10% of first attempts plus the floor's one second of
 // 10 tokens, refilled at 10 per second.
 func TestRedisPercentPlusFloor(t *testing.T) {
-	b := newRedis(redistest.Client(t), RedisConfig{Prefix: redistest.Prefix(t)})
+	b := newRedis(t, redistest.Client(t), RedisConfig{Prefix: redistest.Prefix(t)})
 	deposit(b, "api", 100) // pending: sent with the first withdrawal
 	start := time.Now()
 	got, _ := withdrawN(t, b, "api", 50)
@@ -143,9 +153,9 @@ func TestRedisPercentPlusFloor(t *testing.T) {
 
 // The floor refills at MinRetriesPerSec and holds one second's worth.
 func TestRedisFloorRefills(t *testing.T) {
-	b := newRedis(redistest.Client(t), RedisConfig{
-		BudgetConfig: retrybudget.BudgetConfig{Percent: -1, MinRetriesPerSec: 10},
-		Prefix:       redistest.Prefix(t),
+	b := newRedis(t, redistest.Client(t), RedisConfig{
+		Config: Config{Percent: -1, MinRetriesPerSec: 10},
+		Prefix: redistest.Prefix(t),
 	})
 	burst := func() int {
 		t.Helper()
@@ -186,11 +196,11 @@ func TestRedisFloorRefills(t *testing.T) {
 // after its last use.
 func TestRedisWindowExpires(t *testing.T) {
 	rdb := redistest.Client(t)
-	cfg := RedisConfig{BudgetConfig: retrybudget.BudgetConfig{Percent: 0.5, MinRetriesPerSec: -1, Window: time.Second}}
+	cfg := RedisConfig{Config: Config{Percent: 0.5, MinRetriesPerSec: -1, Window: time.Second}}
 
 	t.Run("slides", func(t *testing.T) {
 		cfg.Prefix = redistest.Prefix(t)
-		b := newRedis(rdb, cfg)
+		b := newRedis(t, rdb, cfg)
 		deposit(b, "api", 10)
 		start := time.Now()
 		if got, d := withdrawN(t, b, "api", 6); got != 5 || d.Deposits != 10 || d.Retries != 5 {
@@ -221,7 +231,7 @@ func TestRedisWindowExpires(t *testing.T) {
 
 	t.Run("key expires", func(t *testing.T) {
 		cfg.Prefix = redistest.Prefix(t)
-		b := newRedis(rdb, cfg)
+		b := newRedis(t, rdb, cfg)
 		deposit(b, "api", 10)
 		withdrawN(t, b, "api", 1)
 		keys := scanKeys(t, rdb, cfg.Prefix)
@@ -243,8 +253,8 @@ func TestRedisWindowExpires(t *testing.T) {
 
 	t.Run("hash stays small", func(t *testing.T) {
 		cfg.Prefix = redistest.Prefix(t)
-		cfg.BudgetConfig.MinRetriesPerSec = 100
-		b := newRedis(rdb, cfg)
+		cfg.Config.MinRetriesPerSec = 100
+		b := newRedis(t, rdb, cfg)
 		end := time.Now().Add(1500 * time.Millisecond)
 		for time.Now().Before(end) {
 			deposit(b, "api", 3)
@@ -277,7 +287,7 @@ func TestRedisWindowExpires(t *testing.T) {
 func TestRedisPerDestination(t *testing.T) {
 	rdb := redistest.Client(t)
 	prefix := redistest.Prefix(t)
-	b := newRedis(rdb, RedisConfig{BudgetConfig: retrybudget.BudgetConfig{MinRetriesPerSec: -1}, Prefix: prefix})
+	b := newRedis(t, rdb, RedisConfig{Config: Config{MinRetriesPerSec: -1}, Prefix: prefix})
 	const secret = "api.example.com#sk_live_s3cret{tag}"
 	deposit(b, secret, 10)
 	if got, _ := withdrawN(t, b, secret, 1); got != 1 {
@@ -290,7 +300,7 @@ func TestRedisPerDestination(t *testing.T) {
 	if len(keys) != 1 { // "other" wrote nothing
 		t.Fatalf("keys %q; want one", keys)
 	}
-	want := destKey(rulePrefix(prefix, retrybudget.DefaultBudgetWindow), secret)
+	want := destKey(rulePrefix(prefix, DefaultWindow), secret)
 	if keys[0] != want || strings.Contains(keys[0], "s3cret") {
 		t.Fatalf("key %q; want %q, without the destination", keys[0], want)
 	}
@@ -300,8 +310,8 @@ func TestRedisPerDestination(t *testing.T) {
 // window and one floor.
 func TestRedisSharedAcrossProcesses(t *testing.T) {
 	rdb := redistest.Client(t)
-	cfg := RedisConfig{BudgetConfig: retrybudget.BudgetConfig{MinRetriesPerSec: -1}, Prefix: redistest.Prefix(t)}
-	a, b := newRedis(rdb, cfg), newRedis(rdb, cfg)
+	cfg := RedisConfig{Config: Config{MinRetriesPerSec: -1}, Prefix: redistest.Prefix(t)}
+	a, b := newRedis(t, rdb, cfg), newRedis(t, rdb, cfg)
 	deposit(a, "api", 100)
 	withdrawN(t, a, "api", 4) // sends a's deposits
 	got, d := withdrawN(t, b, "api", 10)
@@ -309,8 +319,8 @@ func TestRedisSharedAcrossProcesses(t *testing.T) {
 		t.Fatalf("b: %d allowed, %+v; want the 6 left of 10%% of a's 100", got, d)
 	}
 
-	cfg = RedisConfig{BudgetConfig: retrybudget.BudgetConfig{Percent: -1, MinRetriesPerSec: 10}, Prefix: redistest.Prefix(t)}
-	a, b = newRedis(rdb, cfg), newRedis(rdb, cfg)
+	cfg = RedisConfig{Config: Config{Percent: -1, MinRetriesPerSec: 10}, Prefix: redistest.Prefix(t)}
+	a, b = newRedis(t, rdb, cfg), newRedis(t, rdb, cfg)
 	start := time.Now()
 	ga, _ := withdrawN(t, a, "api", 5)
 	gb, _ := withdrawN(t, b, "api", 20)
@@ -326,11 +336,11 @@ func TestRedisSharedAcrossProcesses(t *testing.T) {
 func TestRedisDepositBatching(t *testing.T) {
 	rdb := redistest.Client(t)
 	cfg := RedisConfig{
-		BudgetConfig:  retrybudget.BudgetConfig{Percent: 1, MinRetriesPerSec: -1, Window: 10 * time.Second},
+		Config:        Config{Percent: 1, MinRetriesPerSec: -1, Window: 10 * time.Second},
 		Prefix:        redistest.Prefix(t),
 		FlushInterval: time.Second,
 	}
-	a, b := newRedis(rdb, cfg), newRedis(rdb, cfg)
+	a, b := newRedis(t, rdb, cfg), newRedis(t, rdb, cfg)
 	now := t0
 	a.now = func() time.Time { return now }
 	deposits := func() int64 {
@@ -371,7 +381,7 @@ func TestRedisDepositBatching(t *testing.T) {
 // Racing deposits lose and duplicate none: each is sent exactly once.
 func TestRedisConcurrentDeposits(t *testing.T) {
 	rdb := redistest.Client(t)
-	b := newRedis(rdb, RedisConfig{Prefix: redistest.Prefix(t), FlushInterval: -1})
+	b := newRedis(t, rdb, RedisConfig{Prefix: redistest.Prefix(t), FlushInterval: -1})
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() { deposit(b, "api", 20) })
@@ -386,10 +396,10 @@ func TestRedisConcurrentDeposits(t *testing.T) {
 // get exactly the budget: the check and the spend are one script.
 func TestRedisConcurrentWithdrawalsNeverOvershoot(t *testing.T) {
 	rdb := redistest.Client(t)
-	cfg := RedisConfig{BudgetConfig: retrybudget.BudgetConfig{MinRetriesPerSec: -1}, Prefix: redistest.Prefix(t)}
+	cfg := RedisConfig{Config: Config{MinRetriesPerSec: -1}, Prefix: redistest.Prefix(t)}
 	var fleet [5]*Redis
 	for i := range fleet {
-		fleet[i] = newRedis(rdb, cfg)
+		fleet[i] = newRedis(t, rdb, cfg)
 	}
 	deposit(fleet[0], "api", 1000)
 	first, _ := withdrawN(t, fleet[0], "api", 1) // sends the deposits
@@ -416,7 +426,7 @@ func TestRedisConcurrentWithdrawalsNeverOvershoot(t *testing.T) {
 func TestRedisScriptCacheFlushed(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	b := newRedis(rdb, RedisConfig{BudgetConfig: retrybudget.BudgetConfig{MinRetriesPerSec: -1}, Prefix: redistest.Prefix(t)})
+	b := newRedis(t, rdb, RedisConfig{Config: Config{MinRetriesPerSec: -1}, Prefix: redistest.Prefix(t)})
 	deposit(b, "api", 20)
 	if got, _ := withdrawN(t, b, "api", 1); got != 1 {
 		t.Fatal("first decision on a fresh server refused")
@@ -434,8 +444,8 @@ func TestRedisScriptCacheFlushed(t *testing.T) {
 // retries when they came. Deposit already dropped such deposits.
 func TestRedisWithdrawDropsStaleDeposits(t *testing.T) {
 	rdb := redistest.Client(t)
-	b := newRedis(rdb, RedisConfig{
-		BudgetConfig:  retrybudget.BudgetConfig{Percent: 1, MinRetriesPerSec: -1, Window: 10 * time.Second},
+	b := newRedis(t, rdb, RedisConfig{
+		Config:        Config{Percent: 1, MinRetriesPerSec: -1, Window: 10 * time.Second},
 		Prefix:        redistest.Prefix(t),
 		FlushInterval: time.Second,
 	})
@@ -443,7 +453,7 @@ func TestRedisWithdrawDropsStaleDeposits(t *testing.T) {
 	b.now = func() time.Time { return now }
 	deposit(b, "api", 3)
 	now = now.Add(time.Hour)
-	if d := b.Withdraw(context.Background(), "api"); d.Allowed || d.Deposits != 0 || d.Degraded {
+	if d := b.Withdraw(context.Background(), "api"); d.Allowed || d.Deposits != 0 || d.Fallback {
 		t.Fatalf("withdraw an hour after the deposits: %+v; want refused with no deposits", d)
 	}
 }
@@ -454,8 +464,8 @@ func TestRedisWithdrawDropsStaleDeposits(t *testing.T) {
 func TestRedisDifferentWindowsCountApart(t *testing.T) {
 	rdb := redistest.Client(t)
 	prefix := redistest.Prefix(t)
-	narrow := newRedis(rdb, RedisConfig{BudgetConfig: retrybudget.BudgetConfig{Percent: 1, MinRetriesPerSec: -1, Window: time.Second}, Prefix: prefix, FlushInterval: -1})
-	wide := newRedis(rdb, RedisConfig{BudgetConfig: retrybudget.BudgetConfig{Percent: 1, MinRetriesPerSec: -1, Window: 2 * time.Second}, Prefix: prefix, FlushInterval: -1})
+	narrow := newRedis(t, rdb, RedisConfig{Config: Config{Percent: 1, MinRetriesPerSec: -1, Window: time.Second}, Prefix: prefix, FlushInterval: -1})
+	wide := newRedis(t, rdb, RedisConfig{Config: Config{Percent: 1, MinRetriesPerSec: -1, Window: 2 * time.Second}, Prefix: prefix, FlushInterval: -1})
 	deposit(narrow, "api", 5)
 	if _, d := withdrawN(t, wide, "api", 1); d.Deposits != 0 {
 		t.Fatalf("a 2s-window budget sees %d deposits of a 1s-window one; want 0", d.Deposits)

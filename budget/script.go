@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/retrybudget/retrybudget"
 )
 
 // budgetLua credits deposits and takes one decision; see the comments at
@@ -17,21 +16,17 @@ import (
 //go:embed budget.lua
 var budgetLua string
 
-// windowSlots is how many slots budget.lua divides a window into, the same
-// as LocalBudget, so both expire counts a tenth of a window at a time.
-const windowSlots = 10
-
 // script is budget.lua with the rule's arguments rendered once.
 type script struct {
 	lua *redis.Script
 	// rule holds ARGV[3..6]: percent, floor, slot width (µs) and TTL (ms).
 	// Floats are rendered with the shortest exact representation, so the
-	// script compares the very doubles LocalBudget compares. They are
+	// script compares the very doubles Local compares. They are
 	// boxed once here, not on every call.
 	rule [4]any
 }
 
-func newScript(r retrybudget.BudgetRule) *script {
+func newScript(r Rule) *script {
 	width := max(r.Window.Microseconds()/windowSlots, 1)
 	// Two windows, and at least the one second in which an idle floor
 	// bucket refills completely, so expiry never forgets anything that

@@ -18,6 +18,7 @@ import (
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 )
@@ -70,12 +71,14 @@ func TestWorker(t *testing.T) {
 	base := &http.Transport{MaxIdleConnsPerHost: concurrency}
 	defer base.CloseIdleConnections()
 	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{
-		Base:           base,
-		Ledger:         ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix + "led:"}),
-		LedgerLease:    2 * time.Second,
+		Base: base,
+		Ledger: retrybudget.LedgerConfig{
+			Store: redistest.Must(ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix + "led:"}))(t),
+			Lease: 2 * time.Second,
+		},
 		Limiter:        lim,
 		Boundary:       limiter.ByCredential(),
-		Budget:         budget.NewRedis(rdb, budget.RedisConfig{Prefix: prefix + "bud:"}),
+		Budget:         redistest.Must(budget.NewRedis(rdb, budget.RedisConfig{Prefix: prefix + "bud:"}))(t),
 		KeysHonoured:   true,
 		AttemptTimeout: attemptTimeout,
 		BaseDelay:      20 * time.Millisecond,

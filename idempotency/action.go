@@ -22,12 +22,13 @@ type inbound struct {
 
 type inboundCtxKey struct{}
 
-// ActionFrom returns the inbound action of a request guarded by the
+// InboundFrom returns the inbound action of a request guarded by the
 // middleware: its tenant, operation and idempotency key. The middleware
 // also attaches it with retrybudget.WithAction, so retrybudget.ActionFrom
-// returns the same value, until WithStep replaces it with a derived one;
-// ActionFrom keeps returning the inbound action even then.
-func ActionFrom(ctx context.Context) (retrybudget.Action, bool) {
+// (the action the Transport sends under) returns the same value, until
+// WithStep replaces it with a derived one; InboundFrom keeps returning the
+// inbound action even then.
+func InboundFrom(ctx context.Context) (retrybudget.Action, bool) {
 	in, ok := ctx.Value(inboundCtxKey{}).(*inbound)
 	if !ok {
 		return retrybudget.Action{}, false
@@ -84,7 +85,7 @@ func Outbound(a retrybudget.Action, step string) (retrybudget.Action, error) {
 // It reports ErrNoAction when ctx is not a guarded request's, and
 // ErrEmptyStep for an empty step; ctx is returned unchanged with either.
 func WithStep(ctx context.Context, step string) (context.Context, error) {
-	a, ok := ActionFrom(ctx)
+	a, ok := InboundFrom(ctx)
 	if !ok {
 		return ctx, ErrNoAction
 	}

@@ -112,6 +112,15 @@ type Config struct {
 	// False, the default, never runs a handler whose effect may have
 	// happened.
 	RerunUncertain bool
+	// Atomic runs the handler inside a transaction of the store, which
+	// must implement ledger.Atomic (the PostgreSQL store does), and
+	// completes the action's record in that same transaction: the handler
+	// takes the transaction from its request's context (pgledger.Tx) and
+	// does every effect through it. A crash, a lost connection or a failed
+	// commit then leaves the effect and the record both applied or both
+	// not, so a retry either replays the stored response or runs the
+	// handler again, never both. See the package documentation.
+	Atomic bool
 	// Owner names this server in ledger records, for operators. Empty
 	// means "hostname:pid".
 	Owner string

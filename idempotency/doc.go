@@ -51,7 +51,7 @@
 // # The handler's contract
 //
 // The middleware runs the handler as the action's owner, with the action in
-// its context (ActionFrom, and retrybudget.ActionFrom), and records how it
+// its context (InboundFrom, and retrybudget.ActionFrom), and records how it
 // ended from its status:
 //
 //   - 408, 425, 429 or any 5xx: failed. The handler promises that such an
@@ -109,6 +109,22 @@
 // the inbound action and the step, so a handler run again after a failure
 // gets the provider's stored response from the Transport's record rather
 // than calling the provider a second time.
+//
+// # Exactly once with a transactional store
+//
+// With any store, a server that dies after the handler's effect and before
+// the record is completed leaves the action uncertain: the middleware
+// cannot know whether the effect happened, so it will not run the handler
+// again (unless RerunUncertain). When the effect is a write to the same
+// PostgreSQL database as the ledger, Config.Atomic closes that gap: the
+// middleware opens a transaction of the store (ledger.Atomic) before the
+// handler runs, the handler takes it from its context (pgledger.Tx) and
+// does every effect through it, and the middleware completes the record in
+// that same transaction. A crash, a cut connection or a failed handler
+// then rolls the effect back with the record, and the action simply runs
+// again; a commit whose answer was lost is answered 503, and the retry
+// finds the stored response. Keep atomic responses under MaxResponseBody:
+// a streamed response leaves before the commit.
 //
 // # Standards
 //

@@ -20,6 +20,9 @@ import (
 // the one Memory store New creates when cfg.Store is nil).
 func New(cfg Config) func(http.Handler) http.Handler {
 	s := cfg.withDefaults()
+	if _, ok := s.Store.(ledger.Atomic); s.Atomic && !ok {
+		panic(errAtomicStore) // a wiring mistake, found at start-up rather than per request
+	}
 	return func(next http.Handler) http.Handler {
 		return &guard{s: &s, next: next}
 	}
@@ -136,12 +139,19 @@ func (g *guard) readBody(r *http.Request) ([]byte, *problem) {
 
 // run runs the handler as the action's owner and records how it ended.
 func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token int64, body []byte) {
-	in := &inbound{action: retrybudget.Action(k)}
+	in := &inbound{action: k}
 	// The handler's context ends if another instance takes the action over
 	// (this one's lease was lost): it must not go on acting for it.
 	hctx, stopHandler := context.WithCancel(r.Context())
 	defer stopHandler()
 	ctx := retrybudget.WithAction(context.WithValue(hctx, inboundCtxKey{}, in), in.action)
+	atx, ok := g.beginAtomic(w, r, k, token)
+	if !ok {
+		return
+	}
+	if atx != nil {
+		ctx = atx.Context(ctx)
+	}
 	r2 := r.WithContext(ctx)
 	r2.Body, r2.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
@@ -170,7 +180,13 @@ func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token 
 		g.stopKeeper(sctx, k, keeper)
 		wctx, cancel := context.WithTimeout(sctx, reserveTimeout)
 		defer cancel()
-		g.fail(wctx, k, token, in.effect.Load(), "handler panicked")
+		if atx != nil {
+			// Every effect was in the transaction: none remains.
+			g.rollback(wctx, k, atx)
+			g.fail(wctx, k, token, false, "handler panicked")
+		} else {
+			g.fail(wctx, k, token, in.effect.Load(), "handler panicked")
+		}
 		if p != nil {
 			panic(p)
 		}
@@ -183,7 +199,12 @@ func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token 
 	wctx, cancel := context.WithTimeout(sctx, reserveTimeout)
 	defer cancel()
 	o := c.outcome()
-	if failed(o.Status) {
+	if atx != nil {
+		if !g.settleAtomic(wctx, k, token, atx, o) && !c.streaming {
+			unavailable().write(w)
+			return
+		}
+	} else if failed(o.Status) {
 		g.fail(wctx, k, token, in.effect.Load(), fmt.Sprintf("handler answered %d", o.Status))
 	} else if err := g.s.Store.Complete(wctx, k, token, o); err != nil {
 		g.log(sctx, "complete", k, err)

@@ -68,7 +68,7 @@ func charge(ctx context.Context, client *http.Client, url string) (string, retry
 func TestOutboundStepSharesStore(t *testing.T) {
 	p := startProvider(t)
 	store := ledger.NewMemory(ledger.MemoryConfig{})
-	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{Ledger: store})}
+	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{Ledger: retrybudget.LedgerConfig{Store: store}})}
 	var mu sync.Mutex // guards outcomes
 	var outcomes []retrybudget.Outcome
 	e := newEnv(t, idempotency.Config{Store: store, RerunUncertain: true}, func(run int, w http.ResponseWriter, r *http.Request) {
@@ -125,7 +125,7 @@ func TestOutboundStepSharesStore(t *testing.T) {
 	if len(outcomes) != 2 || outcomes[0].Replayed || !outcomes[1].Replayed {
 		t.Errorf("outbound outcomes %+v: want a real call, then a replay", outcomes)
 	}
-	for _, k := range []ledger.Key{ledger.Key(inbound), ledger.Key(derived)} {
+	for _, k := range []ledger.Key{inbound, derived} {
 		rec, err := store.Get(context.Background(), k)
 		if err != nil || rec.State != ledger.StateCompleted {
 			t.Errorf("record %q: %v %v, want completed", k.Operation, rec.State, err)
@@ -142,7 +142,7 @@ func TestOutboundStepSharesStore(t *testing.T) {
 func TestOutboundUnderInboundActionCollides(t *testing.T) {
 	p := startProvider(t)
 	store := ledger.NewMemory(ledger.MemoryConfig{})
-	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{Ledger: store})}
+	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{Ledger: retrybudget.LedgerConfig{Store: store}})}
 	var callErr error
 	e := newEnv(t, idempotency.Config{Store: store}, func(run int, w http.ResponseWriter, r *http.Request) {
 		_, _, callErr = charge(r.Context(), client, p.srv.URL)
@@ -161,8 +161,8 @@ func TestActionInContext(t *testing.T) {
 	e := newEnv(t, idempotency.Config{Tenant: func(*http.Request) string { return "acme" }},
 		func(run int, w http.ResponseWriter, r *http.Request) {
 			ctx := r.Context()
-			if a, ok := idempotency.ActionFrom(ctx); !ok || a != want {
-				t.Errorf("idempotency.ActionFrom = %+v %v", a, ok)
+			if a, ok := idempotency.InboundFrom(ctx); !ok || a != want {
+				t.Errorf("idempotency.InboundFrom = %+v %v", a, ok)
 			}
 			if a, ok := retrybudget.ActionFrom(ctx); !ok || a != want {
 				t.Errorf("retrybudget.ActionFrom = %+v %v", a, ok)
@@ -175,7 +175,7 @@ func TestActionInContext(t *testing.T) {
 			if a, _ := retrybudget.ActionFrom(sibling); a.Operation != "POST /things -> b" || a.Key != want.Key || a.Tenant != "acme" {
 				t.Errorf("sibling step action %+v", a)
 			}
-			if a, _ := idempotency.ActionFrom(sibling); a != want {
+			if a, _ := idempotency.InboundFrom(sibling); a != want {
 				t.Errorf("inbound action after WithStep = %+v", a)
 			}
 			if _, err := idempotency.WithStep(ctx, ""); !errors.Is(err, idempotency.ErrEmptyStep) {

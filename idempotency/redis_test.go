@@ -82,8 +82,8 @@ func TestTwoInstancesOneRedis(t *testing.T) {
 		fmt.Fprintf(w, `{"activation":%d}`, n)
 	})
 	servers := []*instance{
-		startInstance(t, ledger.NewRedis(c1, ledger.RedisConfig{Prefix: prefix}), h),
-		startInstance(t, ledger.NewRedis(c2, ledger.RedisConfig{Prefix: prefix}), h),
+		startInstance(t, redistest.Must(ledger.NewRedis(c1, ledger.RedisConfig{Prefix: prefix}))(t), h),
+		startInstance(t, redistest.Must(ledger.NewRedis(c2, ledger.RedisConfig{Prefix: prefix}))(t), h),
 	}
 
 	const clients = 24
@@ -147,7 +147,7 @@ func TestRedisDownFailsClosed(t *testing.T) {
 	rs := redistest.Start(t)
 	c := rs.Client(t)
 	var runs atomic.Int32
-	inst := startInstance(t, ledger.NewRedis(c, ledger.RedisConfig{Prefix: redistest.Prefix(t)}),
+	inst := startInstance(t, redistest.Must(ledger.NewRedis(c, ledger.RedisConfig{Prefix: redistest.Prefix(t)}))(t),
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { runs.Add(1) }))
 
 	if a := post(inst.srv.URL, "k-up", "{}"); a.status != http.StatusOK {

@@ -56,7 +56,7 @@ func TestJobRunTwiceOneEffect(t *testing.T) {
 			p := start(t, s)
 			var log routeLog
 			tr := newTransport(s, p, retrybudget.Config{
-				Ledger:   ledger.NewMemory(ledger.MemoryConfig{}),
+				Ledger:   retrybudget.LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})},
 				Observer: log.observer(),
 			})
 			a := retrybudget.Action{Tenant: "acme", Operation: "pay", Key: "order-1"}

@@ -39,13 +39,16 @@ func TestSDKWorkerChild(t *testing.T) {
 		if s.name != name {
 			continue
 		}
+		store, err := ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: os.Getenv("RB_PREFIX")})
+		if err != nil {
+			t.Fatal(err)
+		}
 		tr := retrybudget.New(retrybudget.Config{
-			Ledger:      ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: os.Getenv("RB_PREFIX")}),
-			LedgerLease: time.Second,
-			Routes:      []retrybudget.Route{s.preset().At(os.Getenv("RB_URL"))},
+			Ledger: retrybudget.LedgerConfig{Store: store, Lease: time.Second},
+			Routes: []retrybudget.Route{s.preset().At(os.Getenv("RB_URL"))},
 		})
 		fmt.Println("STARTED")
-		err := s.call(retrybudget.WithAction(context.Background(), killAction), os.Getenv("RB_URL"), tr, true)
+		err = s.call(retrybudget.WithAction(context.Background(), killAction), os.Getenv("RB_URL"), tr, true)
 		fmt.Println("RESULT", err)
 	}
 }
@@ -95,9 +98,12 @@ func TestWorkerKilledAfterTheEffect(t *testing.T) {
 			cmd.Wait()
 			close(release)
 
-			store := ledger.NewRedis(srv.Client(t), ledger.RedisConfig{Prefix: prefix})
+			store, err := ledger.NewRedis(srv.Client(t), ledger.RedisConfig{Prefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
 			tr := retrybudget.New(retrybudget.Config{
-				Ledger: store,
+				Ledger: retrybudget.LedgerConfig{Store: store},
 				Routes: []retrybudget.Route{s.preset().At(p.URL())},
 			})
 			// The second worker is told "pending" until the dead worker's

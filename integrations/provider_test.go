@@ -59,7 +59,7 @@ func TestTwilioActionAndDeadline(t *testing.T) {
 	s := sdks()[5]
 	p := start(t, s)
 	p.Outage(http.StatusTooManyRequests, 2*time.Second)
-	tr := newTransport(s, p, retrybudget.Config{Ledger: ledger.NewMemory(ledger.MemoryConfig{})})
+	tr := newTransport(s, p, retrybudget.Config{Ledger: retrybudget.LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})}})
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	ctx, out := retrybudget.CaptureOutcome(ctx)
@@ -183,7 +183,7 @@ func TestNoKeyHeaderWhereNoneIsDocumented(t *testing.T) {
 func TestPayPalTokenCallCarriesNoAction(t *testing.T) {
 	s := sdks()[6]
 	p := start(t, s)
-	tr := newTransport(s, p, retrybudget.Config{Ledger: ledger.NewMemory(ledger.MemoryConfig{})})
+	tr := newTransport(s, p, retrybudget.Config{Ledger: retrybudget.LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})}})
 	a := retrybudget.Action{Operation: "order", Key: "o-1"}
 	c, err := newPayPal(p.URL(), tr)
 	if err != nil {

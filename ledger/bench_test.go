@@ -47,6 +47,6 @@ func BenchmarkReserveComplete(b *testing.B) {
 		rt := &roundTrips{}
 		client.AddHook(rt)
 		// A minute's retention: the benchmark's records clean themselves up.
-		run(b, NewRedis(client, RedisConfig{Prefix: redistest.Prefix(b)}), rt)
+		run(b, mustRedis(b, client, RedisConfig{Prefix: redistest.Prefix(b)}), rt)
 	})
 }

@@ -13,6 +13,10 @@ const DefaultLease = 30 * time.Second
 // Config sets a retention.
 const DefaultRetention = 24 * time.Hour
 
+// DefaultMaxAttempts is the attempt history a record keeps when
+// Config.MaxAttempts is zero.
+const DefaultMaxAttempts = 32
+
 // Config holds what both stores share. The zero value is ready to use.
 type Config struct {
 	// Lease is how long an owner holds an action before others may treat it
@@ -26,6 +30,11 @@ type Config struct {
 	// body is kept only as its hash. Zero means DefaultMaxBody; negative
 	// means keep only hashes.
 	MaxBody int
+	// MaxAttempts caps the attempt history kept per record: past it the
+	// oldest entries are dropped, so a record that is retried for ever
+	// stays bounded. Attempt.N keeps counting every attempt. Zero means
+	// DefaultMaxAttempts; negative is treated as 1.
+	MaxAttempts int
 	// Headers names the response headers an Outcome keeps. Nil means
 	// Content-Type, Content-Encoding, Content-Language, Location, ETag,
 	// Last-Modified, Retry-After, Idempotency-Key, Request-Id and
@@ -33,6 +42,18 @@ type Config struct {
 	// Proxy-Authorization, Cookie and Set-Cookie are never kept, even if
 	// named.
 	Headers []string
+}
+
+// HistoryCap returns how many attempts a record keeps: Config.MaxAttempts
+// with its default applied.
+func (c Config) HistoryCap() int {
+	switch {
+	case c.MaxAttempts == 0:
+		return DefaultMaxAttempts
+	case c.MaxAttempts < 0:
+		return 1
+	}
+	return c.MaxAttempts
 }
 
 func (c Config) maxBody() int {

@@ -1,218 +1,103 @@
-package ledger
+package ledger_test
 
 import (
-	"errors"
-	"fmt"
-	"reflect"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrybudget/retrybudget/internal/redistest"
+	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/ledger/ledgertest"
 )
 
-// harness is one Store under the conformance suite, with the two things a
-// store-agnostic test cannot do itself.
-type harness struct {
-	Store
-	// advance moves the store's clock forward by at least d: a fake clock
-	// for Memory, waiting on the server's TIME for Redis.
-	advance func(t *testing.T, d time.Duration)
-	// waitGone returns once k's record has been dropped after its
-	// retention, which the test set to h.short.
-	waitGone func(t *testing.T, k Key)
-	// short is a lease or retention the harness can wait out quickly.
-	short time.Duration
-}
-
-// conformance is the suite every Store must pass. Each case gets a fresh,
-// empty store.
-var conformance = []struct {
-	name string
-	run  func(t *testing.T, h harness)
-}{
-	{"ReserveCreates", testReserveCreates},
-	{"DecisionsMatchResolve", testDecisionsMatchResolve},
-	{"PendingHasRetryHint", testPendingHasRetryHint},
-	{"ConflictIsError", testConflictIsError},
-	{"CompleteThenReplay", testCompleteThenReplay},
-	{"BodyCap", testBodyCap},
-	{"FencingAfterTakeover", testFencingAfterTakeover},
-	{"LateOwnerWithoutTakeoverMayComplete", testLateOwnerMayComplete},
-	{"RenewKeepsLease", testRenewKeepsLease},
-	{"FailedRetriesUncertainHolds", testFailedRetriesUncertainHolds},
-	{"AddAttempt", testAddAttempt},
-	{"NotOwner", testNotOwner},
-	{"DelayedWritesNothing", testDelayedWritesNothing},
-	{"Sweep", testSweep},
-	{"Reconcile", testReconcile},
-	{"ExpiryAfterRetention", testExpiryAfterRetention},
-	{"DeadOwnerOutlivesAShortRetention", testDeadOwnerOutlivesAShortRetention},
-	{"ConcurrentReserveOneWins", testConcurrentReserve},
-	{"InvalidRequests", testInvalidRequests},
-	{"CanceledContext", testCanceledContext},
-}
-
-// runConformance runs the suite against stores made by newHarness.
-func runConformance(t *testing.T, newHarness func(t *testing.T) harness) {
-	for _, tc := range conformance {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newHarness(t)) })
+func newMemoryHarness(t *testing.T) ledgertest.Harness {
+	clock := ledger.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	short := time.Minute
+	return ledgertest.Harness{
+		Store:   ledger.NewMemory(ledger.MemoryConfig{Now: clock.Now}),
+		Advance: func(_ *testing.T, d time.Duration) { clock.Advance(d) },
+		// Past the expiry: at the expiry itself a record is still there,
+		// as a Redis key is until its time has passed.
+		WaitGone: func(*testing.T, ledger.Key) { clock.Advance(short + time.Millisecond) },
+		Short:    short,
 	}
 }
 
-var (
-	keyA = Key{Tenant: "acme", Operation: "charge", Key: "order-1"}
-	fpA  = "fingerprint-A"
-	fpB  = "fingerprint-B"
-)
+func TestMemoryConformance(t *testing.T) {
+	ledgertest.Run(t, newMemoryHarness)
+}
 
-func (h harness) reserve(t *testing.T, req ReserveRequest) Reservation {
-	t.Helper()
-	res, err := h.Reserve(t.Context(), req)
+// redisShort is the lease and retention the Redis suite waits out: long
+// enough to be far above scheduling noise, short enough to keep the suite
+// quick.
+const redisShort = 150 * time.Millisecond
+
+func newRedisHarness(client redis.UniversalClient) func(t *testing.T) ledgertest.Harness {
+	return func(t *testing.T) ledgertest.Harness {
+		s, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: redistest.Prefix(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ledgertest.Harness{
+			Store: s,
+			Advance: func(t *testing.T, d time.Duration) {
+				ledgertest.WaitClock(t, "redis TIME", d, func() (time.Time, error) { return client.Time(t.Context()).Result() })
+			},
+			WaitGone: ledgertest.WaitGoneByGet(s),
+			Short:    redisShort,
+		}
+	}
+}
+
+func TestRedisConformance(t *testing.T) {
+	ledgertest.Run(t, newRedisHarness(redistest.Client(t)))
+}
+
+func TestRedisClusterConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-master cluster")
+	}
+	c := redistest.StartCluster(t)
+	client := c.Client(t)
+	ledgertest.Run(t, newRedisHarness(client))
+	t.Run("SweepEveryMaster", func(t *testing.T) { testSweepEveryMaster(t, client) })
+}
+
+// testSweepEveryMaster pins that Sweep scans every master, not just the
+// one a client happens to talk to: the stuck records sit on several.
+func testSweepEveryMaster(t *testing.T, client *redis.ClusterClient) {
+	h := newRedisHarness(client)(t)
+	const n = 30
+	for i := range n {
+		if _, err := h.Reserve(t.Context(), ledger.ReserveRequest{Key: ledger.Key{Operation: "spread", Key: strconv.Itoa(i)}, Fingerprint: "fp", Lease: h.Short}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.Advance(t, h.Short)
+	stuck, err := h.Sweep(t.Context(), 0)
+	if err != nil || len(stuck) != n {
+		t.Fatalf("Sweep found %d of %d, %v", len(stuck), n, err)
+	}
+	shards, err := client.ClusterShards(t.Context()).Result()
 	if err != nil {
-		t.Fatalf("Reserve(%s, %s): %v", req.Key.Key, req.Owner, err)
+		t.Fatal(err)
 	}
-	return res
-}
-
-func (h harness) get(t *testing.T, k Key) Record {
-	t.Helper()
-	r, err := h.Get(t.Context(), k)
-	if err != nil {
-		t.Fatalf("Get(%s): %v", k.Key, err)
-	}
-	return r
-}
-
-func wantVerdict(t *testing.T, res Reservation, v Verdict) {
-	t.Helper()
-	if res.Verdict != v {
-		t.Fatalf("Verdict = %s, want %s (path %q)", res.Verdict, v, res.Path)
-	}
-}
-
-func testReserveCreates(t *testing.T, h harness) {
-	res := h.reserve(t, ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w1", Lease: time.Minute, Retention: time.Hour})
-	wantVerdict(t, res, VerdictCreated)
-	if !res.Send || res.Token == 0 || res.Err() != nil {
-		t.Fatalf("Send %t, Token %d, Err %v", res.Send, res.Token, res.Err())
-	}
-	r := res.Record
-	if r.Key != keyA || r.Fingerprint != fpA || r.State != StateInProgress || r.Owner != "w1" || r.Outcome != nil {
-		t.Fatalf("record %+v", r)
-	}
-	if r.CreatedAt.IsZero() || !r.ExpiresAt.Equal(r.CreatedAt.Add(time.Hour)) || !r.LeaseUntil.Equal(r.CreatedAt.Add(time.Minute)) {
-		t.Fatalf("times: created %v, lease %v, expires %v", r.CreatedAt, r.LeaseUntil, r.ExpiresAt)
-	}
-	want := []Attempt{{N: 1, At: r.CreatedAt, Class: "created", Owner: "w1", Token: res.Token}}
-	if !reflect.DeepEqual(r.Attempts, want) {
-		t.Fatalf("attempts %+v, want %+v", r.Attempts, want)
-	}
-	if got := h.get(t, keyA); !reflect.DeepEqual(got, r) {
-		t.Fatalf("Get = %+v\nReserve wrote %+v", got, r)
-	}
-}
-
-// testDecisionsMatchResolve drives the store through every stored state
-// and every request flag and checks that the store decided exactly what
-// Resolve decides, granted ownership exactly when the verdict owns, and
-// otherwise left the record untouched. For Redis this is the check that
-// reserve.lua and resolve.go agree.
-func testDecisionsMatchResolve(t *testing.T, h harness) {
-	type setup struct {
-		state   State
-		expired bool
-		make    func(t *testing.T, k Key) int64 // returns the setup's token
-	}
-	own := func(t *testing.T, k Key, lease time.Duration) int64 {
-		return h.reserve(t, ReserveRequest{Key: k, Fingerprint: fpA, Owner: "setup", Lease: lease}).Token
-	}
-	setups := map[string]setup{
-		"absent": {StateAbsent, false, func(*testing.T, Key) int64 { return 0 }},
-		"alive":  {StateInProgress, false, func(t *testing.T, k Key) int64 { return own(t, k, time.Hour) }},
-		"stuck":  {StateInProgress, true, func(t *testing.T, k Key) int64 { return own(t, k, h.short) }},
-		"completed": {StateCompleted, false, func(t *testing.T, k Key) int64 {
-			tok := own(t, k, time.Hour)
-			if err := h.Complete(t.Context(), k, tok, Outcome{Status: 200, Body: []byte("ok")}); err != nil {
-				t.Fatal(err)
+	masters := map[int]bool{} // shard index
+	for _, r := range stuck {
+		slot, err := client.ClusterKeySlot(t.Context(), ledger.RedisKeyName(h.Store.(*ledger.Redis), r.Key)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, sh := range shards {
+			for _, sl := range sh.Slots {
+				if slot >= sl.Start && slot <= sl.End {
+					masters[i] = true
+				}
 			}
-			return tok
-		}},
-		"failed": {StateFailed, false, func(t *testing.T, k Key) int64 {
-			tok := own(t, k, time.Hour)
-			if err := h.Fail(t.Context(), k, tok, Failure{Reason: "refused"}); err != nil {
-				t.Fatal(err)
-			}
-			return tok
-		}},
-		"uncertain": {StateUncertain, false, func(t *testing.T, k Key) int64 {
-			tok := own(t, k, time.Hour)
-			if err := h.Fail(t.Context(), k, tok, Failure{EffectPossible: true, Reason: "timeout"}); err != nil {
-				t.Fatal(err)
-			}
-			return tok
-		}},
-	}
-
-	type scenario struct {
-		name  string
-		setup setup
-		key   Key
-		token int64
-		req   ReserveRequest
-	}
-	var scenarios []scenario
-	for name, s := range setups {
-		for bits := range 1 << 4 {
-			k := Key{Tenant: "acme", Operation: "matrix", Key: fmt.Sprintf("%s-%d", name, bits)}
-			req := ReserveRequest{
-				Key: k, Fingerprint: fpA, Owner: "probe", Lease: time.Hour,
-				Limited: bits&1 != 0, Reconciler: bits&2 != 0, KeysHonoured: bits&4 != 0,
-			}
-			if bits&8 != 0 {
-				req.Fingerprint = fpB
-			}
-			scenarios = append(scenarios, scenario{name: k.Key, setup: s, key: k, token: s.make(t, k), req: req})
 		}
 	}
-	h.advance(t, h.short) // every "stuck" lease is now over; "alive" ones run for an hour
-
-	for _, sc := range scenarios {
-		before, beforeErr := h.Get(t.Context(), sc.key)
-		res := h.reserve(t, sc.req)
-		stored := ""
-		if sc.setup.state != StateAbsent {
-			stored = fpA
-		}
-		want := Resolve(Input{
-			State: sc.setup.state, Fingerprint: sc.req.Fingerprint, StoredFingerprint: stored,
-			LeaseExpired: sc.setup.expired, Limited: sc.req.Limited,
-			Reconciler: sc.req.Reconciler, KeysHonoured: sc.req.KeysHonoured,
-		})
-		if !reflect.DeepEqual(res.Decision, want) {
-			t.Errorf("%s: store decided %s %q,\nResolve decides %s %q", sc.name, res.Verdict, res.Path, want.Verdict, want.Path)
-			continue
-		}
-		after, afterErr := h.Get(t.Context(), sc.key)
-		if !res.Verdict.Owns() {
-			if res.Token != 0 {
-				t.Errorf("%s: %s handed out token %d", sc.name, res.Verdict, res.Token)
-			}
-			if !errors.Is(afterErr, beforeErr) || !reflect.DeepEqual(after, before) {
-				t.Errorf("%s: %s changed the record:\nbefore %+v (%v)\nafter  %+v (%v)", sc.name, res.Verdict, before, beforeErr, after, afterErr)
-			}
-			continue
-		}
-		if afterErr != nil || after.State != StateInProgress || after.Owner != "probe" || !reflect.DeepEqual(after, res.Record) {
-			t.Errorf("%s: %s left %+v (%v), reservation says %+v", sc.name, res.Verdict, after, afterErr, res.Record)
-			continue
-		}
-		last := after.Attempts[len(after.Attempts)-1]
-		if last.Class != res.Verdict.String() || last.Token != res.Token || last.Owner != "probe" {
-			t.Errorf("%s: last attempt %+v", sc.name, last)
-		}
-		if sc.setup.state != StateAbsent {
-			// A takeover keeps the action's identity and bumps the token.
-			if res.Token != sc.token+1 || !after.CreatedAt.Equal(before.CreatedAt) || after.Fingerprint != fpA || len(after.Attempts) != len(before.Attempts)+1 {
-				t.Errorf("%s: takeover token %d after %d, record %+v", sc.name, res.Token, sc.token, after)
-			}
-		}
+	if len(masters) < 2 {
+		t.Fatalf("the %d records sit on %d master(s); the test proves nothing", n, len(masters))
 	}
 }

@@ -40,7 +40,8 @@
 // name), the fingerprint, the state, the owner name and lease, the
 // response status, a safe subset of its headers (never Authorization,
 // Proxy-Authorization, Cookie or Set-Cookie), the body up to 64 KiB by
-// default or else only its SHA-256, the attempt history, and the creation
+// default or else only its SHA-256, the attempt history (its newest 32
+// entries by default, Config.MaxAttempts), and the creation
 // and expiry times.
 //
 // # Retention and expiry

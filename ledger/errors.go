@@ -11,6 +11,9 @@ var (
 	// ErrInvalid reports a request a store cannot act on, such as an empty
 	// action key or a negative lease.
 	ErrInvalid = errors.New("ledger: invalid request")
+	// ErrInvalidConfig is wrapped by a constructor's error for a
+	// configuration that cannot work, such as a nil Redis client.
+	ErrInvalidConfig = errors.New("ledger: invalid config")
 	// ErrConflict reports an action key reused for a different request.
 	ErrConflict = errors.New("ledger: action key reused for a different request")
 	// ErrPending reports an action another owner is sending right now.

@@ -99,9 +99,8 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		// Kept a lease past the lease's end, so that a worker that died
 		// holding it is still seen as stuck, not as absent.
 		e.rec.ExpiresAt = later(e.rec.ExpiresAt, e.rec.LeaseUntil.Add(lease))
-		e.rec.Attempts = append(e.rec.Attempts, Attempt{
-			N: len(e.rec.Attempts) + 1, At: now, Class: res.Verdict.String(),
-			Owner: req.Owner, Token: e.token,
+		e.rec.Attempts = appendAttempt(e.rec.Attempts, m.cfg.HistoryCap(), Attempt{
+			At: now, Class: res.Verdict.String(), Owner: req.Owner, Token: e.token,
 		})
 		res.Token = e.token
 	}
@@ -149,9 +148,8 @@ func (m *Memory) AddAttempt(ctx context.Context, k Key, token int64, class strin
 	if err != nil {
 		return Attempt{}, err
 	}
-	a := Attempt{N: len(e.rec.Attempts) + 1, At: now, Class: class, Owner: e.rec.Owner, Token: token}
-	e.rec.Attempts = append(e.rec.Attempts, a)
-	return a, nil
+	e.rec.Attempts = appendAttempt(e.rec.Attempts, m.cfg.HistoryCap(), Attempt{At: now, Class: class, Owner: e.rec.Owner, Token: token})
+	return e.rec.Attempts[len(e.rec.Attempts)-1], nil
 }
 
 // Complete implements Store.

@@ -26,22 +26,12 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func newMemoryHarness(t *testing.T) harness {
-	clock := &fakeClock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
-	short := time.Minute
-	return harness{
-		Store:   NewMemory(MemoryConfig{Now: clock.Now}),
-		advance: func(_ *testing.T, d time.Duration) { clock.Advance(d) },
-		// Past the expiry: at the expiry itself a record is still there,
-		// as a Redis key is until its time has passed.
-		waitGone: func(*testing.T, Key) { clock.Advance(short + time.Millisecond) },
-		short:    short,
-	}
-}
-
-func TestMemoryConformance(t *testing.T) {
-	runConformance(t, newMemoryHarness)
-}
+// keyA, fpA and fpB are the action and fingerprints of the package's own
+// tests; the conformance suite (ledgertest) has its own.
+var (
+	keyA = Key{Tenant: "acme", Operation: "charge", Key: "order-1"}
+	fpA  = "fingerprint-A"
+)
 
 // TestMemoryEvictsWithoutSweep pins that a Memory store that is never
 // swept still drops expired records as new ones arrive.

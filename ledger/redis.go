@@ -1,14 +1,18 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	_ "embed" // the Lua scripts
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/retrybudget/retrybudget/internal/redisstore"
 )
 
 // DefaultPrefix starts every Redis key a Redis store writes when
@@ -33,6 +37,19 @@ var (
 // RedisConfig configures a Redis store. The zero value is ready to use.
 type RedisConfig struct {
 	Config
+	// WaitReplicas, when positive, makes Reserve (when it grants the
+	// action) and Complete wait until that many replicas acknowledge the
+	// write (Redis WAIT, on the connection that wrote), and fail with
+	// ErrNotReplicated when they do not within WaitTimeout. A reservation
+	// that was not acknowledged is given up as failed (no effect), so the
+	// action runs again later rather than sitting in progress. It narrows
+	// what a failover can lose to writes no replica had; it does not make
+	// Redis strongly consistent (see the README). It needs a client with
+	// one primary (*redis.Client, including a Sentinel failover client).
+	// Zero means no waiting.
+	WaitReplicas int
+	// WaitTimeout bounds WAIT. Zero means one second.
+	WaitTimeout time.Duration
 	// Prefix starts every key the store writes. Zero means DefaultPrefix.
 	// Stores sharing one Redis for different purposes need different
 	// prefixes; Sweep scans for keys under its own. It must not contain
@@ -60,6 +77,8 @@ type Redis struct {
 	client redis.UniversalClient
 	cfg    Config
 	prefix string
+	wait   int           // RedisConfig.WaitReplicas
+	waitTO time.Duration // RedisConfig.WaitTimeout, defaulted
 
 	// One script per state change, each owned by the store, not by the
 	// package, so no mutable state is global.
@@ -67,22 +86,29 @@ type Redis struct {
 }
 
 // NewRedis returns a Redis store using client. The store does not close
-// client.
-func NewRedis(client redis.UniversalClient, cfg RedisConfig) *Redis {
-	prefix := cfg.Prefix
-	if prefix == "" {
-		prefix = DefaultPrefix
+// client. It fails with an error wrapping ErrInvalidConfig for a nil client (or
+// a nil *redis.Client, *redis.ClusterClient or *redis.Ring) and for a
+// Prefix holding '{' or '}'.
+func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
+	prefix, err := redisstore.Setup(client, cfg.Prefix, DefaultPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if _, one := client.(*redis.Client); cfg.WaitReplicas > 0 && !one {
+		return nil, fmt.Errorf("%w: WaitReplicas needs a client with one primary, not %T", ErrInvalidConfig, client)
 	}
 	return &Redis{
 		client:   client,
 		cfg:      cfg.Config,
+		wait:     cfg.WaitReplicas,
+		waitTO:   cmp.Or(cfg.WaitTimeout, time.Second),
 		prefix:   prefix,
 		reserve:  redis.NewScript(reserveLua),
 		renew:    redis.NewScript(renewLua),
 		attempt:  redis.NewScript(attemptLua),
 		complete: redis.NewScript(completeLua),
 		fail:     redis.NewScript(failLua),
-	}
+	}, nil
 }
 
 // keyName returns the Redis key of k's record.
@@ -97,11 +123,19 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	if err != nil {
 		return Reservation{}, err
 	}
-	reply, err := r.reserve.Run(ctx, r.client, []string{r.keyName(req.Key)},
-		req.Fingerprint, req.Owner, lease.Milliseconds(), retention.Milliseconds(),
-		flag(req.Limited), flag(req.Reconciler), flag(req.KeysHonoured),
-		req.Key.Tenant, req.Key.Operation, req.Key.Key, newToken(),
-	).StringSlice()
+	var reply []string
+	err = r.replicated(ctx, func(c redis.Scripter) (bool, error) {
+		var err error
+		reply, err = r.reserve.Run(ctx, c, []string{r.keyName(req.Key)},
+			req.Fingerprint, req.Owner, lease.Milliseconds(), retention.Milliseconds(),
+			flag(req.Limited), flag(req.Reconciler), flag(req.KeysHonoured),
+			req.Key.Tenant, req.Key.Operation, req.Key.Key, newToken(), r.cfg.HistoryCap(),
+		).StringSlice()
+		return err == nil && len(reply) >= 5 && reply[4] != "0", err // a token: it wrote a grant
+	})
+	if errors.Is(err, ErrNotReplicated) && len(reply) >= 5 {
+		r.abandon(ctx, req.Key, reply[4])
+	}
 	if err != nil {
 		return Reservation{}, fmt.Errorf("ledger: redis reserve: %w", err)
 	}
@@ -159,7 +193,7 @@ func (r *Redis) Renew(ctx context.Context, k Key, token int64, lease time.Durati
 
 // AddAttempt implements Store.
 func (r *Redis) AddAttempt(ctx context.Context, k Key, token int64, class string) (Attempt, error) {
-	reply, err := r.attempt.Run(ctx, r.client, []string{r.keyName(k)}, token, class).Result()
+	reply, err := r.attempt.Run(ctx, r.client, []string{r.keyName(k)}, token, class, r.cfg.HistoryCap()).Result()
 	if err != nil {
 		return Attempt{}, fmt.Errorf("ledger: redis add attempt: %w", err)
 	}
@@ -187,8 +221,11 @@ func (r *Redis) Complete(ctx context.Context, k Key, token int64, o Outcome) err
 	if err != nil {
 		return fmt.Errorf("ledger: encode headers: %w", err)
 	}
-	return r.fenced(ctx, r.complete, "complete", k, token,
-		s.Status, h, s.Body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted))
+	return r.replicated(ctx, func(c redis.Scripter) (bool, error) {
+		err := r.fencedOn(ctx, c, r.complete, "complete", k, token,
+			s.Status, h, s.Body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted))
+		return err == nil, err
+	})
 }
 
 // Fail implements Store.
@@ -215,7 +252,12 @@ func (r *Redis) Get(ctx context.Context, k Key) (Record, error) {
 // fenced runs a script that returns 1 when token is current and 0 when
 // it is not.
 func (r *Redis) fenced(ctx context.Context, s *redis.Script, op string, k Key, token int64, args ...any) error {
-	n, err := s.Run(ctx, r.client, []string{r.keyName(k)}, append([]any{token}, args...)...).Int()
+	return r.fencedOn(ctx, r.client, s, op, k, token, args...)
+}
+
+// fencedOn is fenced on the connection or client c.
+func (r *Redis) fencedOn(ctx context.Context, c redis.Scripter, s *redis.Script, op string, k Key, token int64, args ...any) error {
+	n, err := s.Run(ctx, c, []string{r.keyName(k)}, append([]any{token}, args...)...).Int()
 	if err != nil {
 		return fmt.Errorf("ledger: redis %s: %w", op, err)
 	}

@@ -107,7 +107,7 @@ func TestReserveHelperProcess(t *testing.T) {
 	})
 	defer client.Close()
 	prefix := os.Getenv(helperPrefixEnv)
-	s := NewRedis(client, RedisConfig{Prefix: prefix})
+	s := mustRedis(t, client, RedisConfig{Prefix: prefix})
 
 	ctx := t.Context()
 	// Dial first, so the race is between the two reservations and not

@@ -18,7 +18,8 @@ import (
 //	lu        lease end, Unix ms; "0" when no lease
 //	ca ea     created and expires, Unix ms
 //	rs        reason given with Fail
-//	na        number of attempts; a1..aN hold them as JSON
+//	na        number of attempts; a1..aN hold them as JSON, the oldest
+//	          dropped past Config.MaxAttempts
 //	os oh     outcome status and headers (JSON)
 //	ob obh    outcome body (raw bytes) and its SHA-256
 //	obl oo    outcome body length, and "1" when the body was omitted
@@ -60,7 +61,16 @@ func decodeRecord(f map[string]string) (Record, error) {
 	if err != nil || n < 0 {
 		return bad("na")
 	}
-	for i := 1; i <= n; i++ {
+	// The newest attempts are kept (see trim in the scripts): read back
+	// from the last to the first one still there.
+	first := n + 1
+	for first > 1 {
+		if _, ok := f["a"+strconv.Itoa(first-1)]; !ok {
+			break
+		}
+		first--
+	}
+	for i := first; i <= n; i++ {
 		name := "a" + strconv.Itoa(i)
 		var a attemptJSON
 		if err := json.Unmarshal([]byte(f[name]), &a); err != nil {

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,111 +10,29 @@ import (
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
-// redisShort is the lease and retention the Redis suite waits out: long
-// enough to be far above scheduling noise, short enough to keep the suite
-// quick.
-const redisShort = 150 * time.Millisecond
-
-// pollBound caps every wait on Redis, so a broken expiry fails instead of
-// hanging.
-const pollBound = 10 * time.Second
-
-func newRedisHarness(client redis.UniversalClient) func(t *testing.T) harness {
-	return func(t *testing.T) harness {
-		s := NewRedis(client, RedisConfig{Prefix: redistest.Prefix(t)})
-		return harness{
-			Store:   s,
-			advance: func(t *testing.T, d time.Duration) { waitServerTime(t, client, d) },
-			waitGone: func(t *testing.T, k Key) {
-				poll(t, "record to expire", func() bool {
-					n, err := client.Exists(t.Context(), s.keyName(k)).Result()
-					if err != nil {
-						t.Fatal(err)
-					}
-					return n == 0
-				})
-			},
-			short: redisShort,
-		}
-	}
-}
-
-// waitServerTime returns once the server's clock has moved d past its
-// reading at the call, because leases are judged by server TIME.
-func waitServerTime(t *testing.T, c redis.UniversalClient, d time.Duration) {
+// mustRedis is NewRedis, failing t on an error.
+func mustRedis(t testing.TB, client redis.UniversalClient, cfg RedisConfig) *Redis {
 	t.Helper()
-	start, err := c.Time(t.Context()).Result()
+	s, err := NewRedis(client, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "server time to pass "+d.String(), func() bool {
-		now, err := c.Time(t.Context()).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return now.Sub(start) >= d
-	})
+	return s
 }
 
-// poll checks cond until it holds, for at most pollBound.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(pollBound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s after %s", what, pollBound)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval, not synchronisation
-	}
-}
-
-func TestRedisConformance(t *testing.T) {
-	runConformance(t, newRedisHarness(redistest.Client(t)))
-}
-
-func TestRedisClusterConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a three-master cluster")
-	}
-	c := redistest.StartCluster(t)
-	client := c.Client(t)
-	runConformance(t, newRedisHarness(client))
-	t.Run("SweepEveryMaster", func(t *testing.T) { testSweepEveryMaster(t, client) })
-}
-
-// testSweepEveryMaster pins that Sweep scans every master, not just the
-// one a client happens to talk to: the stuck records sit on several.
-func testSweepEveryMaster(t *testing.T, client *redis.ClusterClient) {
-	h := newRedisHarness(client)(t)
-	const n = 30
-	for i := range n {
-		h.reserve(t, ReserveRequest{Key: Key{Operation: "spread", Key: strconv.Itoa(i)}, Fingerprint: fpA, Lease: h.short})
-	}
-	h.advance(t, h.short)
-	stuck, err := h.Sweep(t.Context(), 0)
-	if err != nil || len(stuck) != n {
-		t.Fatalf("Sweep found %d of %d, %v", len(stuck), n, err)
-	}
-	shards, err := client.ClusterShards(t.Context()).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	masters := map[int]bool{} // shard index
-	for _, r := range stuck {
-		slot, err := client.ClusterKeySlot(t.Context(), h.Store.(*Redis).keyName(r.Key)).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, sh := range shards {
-			for _, sl := range sh.Slots {
-				if slot >= sl.Start && slot <= sl.End {
-					masters[i] = true
-				}
-			}
+// A nil client, or a nil pointer of a go-redis client type, is an error at
+// construction rather than a panic at the first Reserve; so is a prefix
+// with a brace, as in packages limiter and budget.
+func TestNewRedisRefusesABadClientOrPrefix(t *testing.T) {
+	for _, c := range []redis.UniversalClient{nil, (*redis.Client)(nil), (*redis.ClusterClient)(nil), (*redis.Ring)(nil)} {
+		if s, err := NewRedis(c, RedisConfig{}); !errors.Is(err, ErrInvalidConfig) || s != nil {
+			t.Errorf("NewRedis(%T(nil)) = %v, %v; want ErrInvalidConfig", c, s, err)
 		}
 	}
-	if len(masters) < 2 {
-		t.Fatalf("the %d records sit on %d master(s); the test proves nothing", n, len(masters))
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer c.Close()
+	if _, err := NewRedis(c, RedisConfig{Prefix: "a{b}:"}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("NewRedis with Prefix a{b}: = %v; want ErrInvalidConfig", err)
 	}
 }
 
@@ -124,7 +41,7 @@ func testSweepEveryMaster(t *testing.T, client *redis.ClusterClient) {
 func TestRedisKeyLayout(t *testing.T) {
 	client := redistest.Client(t)
 	prefix := redistest.Prefix(t)
-	s := NewRedis(client, RedisConfig{Prefix: prefix})
+	s := mustRedis(t, client, RedisConfig{Prefix: prefix})
 	k := Key{Tenant: "acme", Operation: "charge", Key: "sk_live_secret-ish"}
 	if _, err := s.Reserve(t.Context(), ReserveRequest{Key: k, Fingerprint: fpA, Retention: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -143,7 +60,7 @@ func TestRedisKeyLayout(t *testing.T) {
 	if err != nil || ttl <= 59*time.Minute || ttl > time.Hour {
 		t.Fatalf("PTTL = %s, %v; want about the retention", ttl, err)
 	}
-	if NewRedis(client, RedisConfig{}).keyName(k) != DefaultPrefix+"{"+k.ID()+"}" {
+	if mustRedis(t, client, RedisConfig{}).keyName(k) != DefaultPrefix+"{"+k.ID()+"}" {
 		t.Fatal("zero Prefix does not mean DefaultPrefix")
 	}
 }
@@ -152,7 +69,7 @@ func TestRedisKeyLayout(t *testing.T) {
 // guess.
 func TestRedisCorruptRecord(t *testing.T) {
 	client := redistest.Client(t)
-	s := NewRedis(client, RedisConfig{Prefix: redistest.Prefix(t)})
+	s := mustRedis(t, client, RedisConfig{Prefix: redistest.Prefix(t)})
 	for _, st := range []string{"bogus", "absent"} {
 		k := Key{Key: st}
 		if err := client.HSet(t.Context(), s.keyName(k), "st", st, "fp", fpA, "ca", "1", "ea", "1", "lu", "0", "na", "0").Err(); err != nil {
@@ -176,7 +93,7 @@ func TestRedisCorruptRecord(t *testing.T) {
 func TestRedisScriptCacheFlushed(t *testing.T) {
 	srv := redistest.Start(t) // private: SCRIPT FLUSH is server-wide
 	client := srv.Client(t)
-	s := NewRedis(client, RedisConfig{})
+	s := mustRedis(t, client, RedisConfig{})
 	res, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA})
 	if err != nil {
 		t.Fatal(err)

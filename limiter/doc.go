@@ -18,8 +18,9 @@
 //   - [Local], on golang.org/x/time/rate, for one process: no
 //     coordination, state per boundary, idle state dropped.
 //   - [Redis], for a fleet: any redis.UniversalClient (standalone, sentinel
-//     or cluster), one round trip and one Lua script per decision, Redis
-//     TIME as the fleet's one clock.
+//     or cluster), one Lua script per round trip, Redis TIME as the
+//     fleet's one clock, and concurrent decisions of one boundary
+//     coalesced into one round trip.
 //
 // # Boundaries
 //
@@ -55,12 +56,32 @@
 // script as the rate decision, so the fleet stops at once. Pauses only
 // grow, and are capped by MaxCooldown.
 //
+// # Coalescing
+//
+// By default [Redis] coalesces: while a decision for a boundary is in
+// flight, further Allow calls of this process for it wait, and the next
+// round trip decides all of them in one script run, GCRA for n tokens at
+// once, each with its own Decision and RetryAfter (its place behind the
+// requests refused before it). It is exact, unlike leasing: tokens are
+// taken when granted, so no window sees more than the limit grants. A lone
+// caller pays one round trip as before; n concurrent callers pay about two.
+// RedisConfig.MaxBatch bounds a batch (256); 1 turns coalescing off.
+//
 // # Fairness
 //
-// With OwnerShare set, each owner (Request.Owner, usually a tenant) is
-// additionally held to that fraction of every limit, in the same atomic
-// check, so one tenant's backlog cannot take the whole boundary. The price
-// is that a lone tenant cannot use more than its share either.
+// With a [FairQueue] (RedisConfig.Queue), a saturated boundary is shared
+// round-robin by owner (Request.Owner, usually a tenant) across the fleet:
+// a request that finds no token reserves a slot and Allow sleeps until it,
+// each owner holding at most its weight of slots, so an owner with 64
+// waiting requests gets no more than one with 2. It is work-conserving: an
+// owner alone gets the whole limit. A request whose slot would come after
+// its deadline takes nothing and is refused at once, with its place as
+// RetryAfter; Decision.QueueDepth reports the owner's requests in the queue.
+//
+// With OwnerShare set, each owner is additionally held to that fraction of
+// every limit, in the same atomic check: a hard ceiling per tenant, which a
+// lone tenant cannot exceed either. Use the queue for fairness and
+// OwnerShare only for a ceiling a tenant must never pass.
 //
 // # Leasing
 //
@@ -74,7 +95,7 @@
 //
 // Every round trip is bounded by RedisConfig.Timeout (50ms by default),
 // even with a client that ignores context deadlines. When Redis fails, the
-// limiter follows its [Policy]: [FailOpen] decides from a process-local
+// limiter follows its [FailMode]: [FailOpen] decides from a process-local
 // fallback holding FallbackShare of every limit, [FailClosed] returns an
 // [*UnavailableError] matching [ErrUnavailable]. It logs the outage once
 // (through an optional *slog.Logger; nil is silent), probes Redis once per
@@ -92,6 +113,7 @@
 //	<prefix>{<hash of b>}:cd                           the cooldown: end of the pause, in µs of Redis TIME
 //	<prefix>{<hash of b>}:r:<interval>:<burst>         one limit's TAT (GCRA), one key per limit
 //	<prefix>{<hash of b>}:o:<owner hash>:<interval>:<burst>  one owner's share of a limit, when OwnerShare is set
+//	<prefix>{<hash of b>}:q                            the fair queue: a hash of owner hash -> reserved slots, with a FairQueue
 //
 // Every key expires once it no longer holds anything a fresh key would not.
 package limiter

@@ -28,7 +28,7 @@ const (
 // keep coming within the timeout as the policy says, the outage is logged
 // once, and the limiter goes back to Redis by itself.
 func TestRedisFault(t *testing.T) {
-	for _, policy := range []Policy{FailOpen, FailClosed} {
+	for _, policy := range []FailMode{FailOpen, FailClosed} {
 		for _, ctxTimeouts := range []bool{false, true} {
 			name := fmt.Sprintf("%s/ContextTimeoutEnabled=%v", policy, ctxTimeouts)
 			t.Run(name, func(t *testing.T) { testRedisFault(t, policy, ctxTimeouts) })
@@ -36,7 +36,7 @@ func TestRedisFault(t *testing.T) {
 	}
 }
 
-func testRedisFault(t *testing.T, policy Policy, ctxTimeouts bool) {
+func testRedisFault(t *testing.T, policy FailMode, ctxTimeouts bool) {
 	srv := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: ctxTimeouts})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -107,7 +107,7 @@ func TestRedisHang(t *testing.T) {
 
 // checkOutage makes decisions for a while with Redis down and checks each
 // against the policy and the timeout.
-func checkOutage(t *testing.T, l *Redis, r Request, policy Policy) {
+func checkOutage(t *testing.T, l *Redis, r Request, policy FailMode) {
 	t.Helper()
 	end := time.Now().Add(400 * time.Millisecond) // several probe intervals
 	n := 0

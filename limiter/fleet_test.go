@@ -129,26 +129,7 @@ func runFleet(t *testing.T, mode, redisAddr string, d time.Duration, outageAfter
 		Mode: mode, URL: srv.URL, Prefix: redistest.Prefix(t),
 		Start: start.UnixNano(), Until: start.Add(d).UnixNano(),
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	reports := make([]string, fleetWorkers)
-	for i := range fleetWorkers {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFleetWorker$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), fleetRoleEnv+"=child", fleetConfigEnv+"="+string(cfg), "REDIS_ADDR="+redisAddr)
-		wg.Go(func() {
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Errorf("worker %d: %v\n%s", i, err, out)
-			}
-			for _, line := range strings.Split(string(out), "\n") {
-				if _, rep, ok := strings.Cut(line, fleetResult); ok {
-					reports[i] = rep
-				}
-			}
-		})
-	}
-	wg.Wait()
+	reports := spawnFleet(t, fleetWorkers, "TestFleetWorker", string(cfg), redisAddr, d)
 	t.Logf("%s workers: %s", mode, strings.Join(reports, " | "))
 
 	p.mu.Lock()
@@ -182,6 +163,34 @@ func runFleet(t *testing.T, mode, redisAddr string, d time.Duration, outageAfter
 	f.okRate = float64(f.ok) / d.Seconds()
 	f.steadyOKRate = float64(steady) / (d - time.Second).Seconds()
 	return f
+}
+
+// spawnFleet runs n copies of this test binary running only the test
+// named worker, with the JSON config cfg and Redis at redisAddr, for about
+// d, and returns the report line each printed.
+func spawnFleet(t *testing.T, n int, worker, cfg, redisAddr string, d time.Duration) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	reports := make([]string, n)
+	for i := range n {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+worker+"$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), fleetRoleEnv+"=child", fleetConfigEnv+"="+cfg, "REDIS_ADDR="+redisAddr)
+		wg.Go(func() {
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Errorf("worker %d: %v\n%s", i, err, out)
+			}
+			for _, line := range strings.Split(string(out), "\n") {
+				if _, rep, ok := strings.Cut(line, fleetResult); ok {
+					reports[i] = rep
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return reports
 }
 
 // fleetRedisAddr returns the Redis the workers share: REDIS_ADDR, or a

@@ -62,3 +62,24 @@ func FuzzLimitSpec(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseBatch: whatever batch.lua's reply looks like, parseBatch
+// returns results within range or an error, never a panic.
+func FuzzParseBatch(f *testing.F) {
+	f.Add(int64(1), int64(1), int64(0), int64(0), int64(0), int64(0), 1)
+	f.Add(int64(0), int64(0), int64(-5), int64(3), int64(9), int64(1), 2)
+	f.Fuzz(func(t *testing.T, now, granted, wait, retry, reason, depth int64, n int) {
+		reply := []any{now, granted, wait, retry, reason, depth}
+		_, outs, err := parseBatch(reply, n)
+		if err != nil {
+			return
+		}
+		if n != 1 || len(outs) != 1 {
+			t.Fatalf("n=%d parsed %d results from one", n, len(outs))
+		}
+		o := outs[0]
+		if o.wait < 0 || o.retry < 0 || o.depth < 0 || o.reason < 0 || o.reason > reasonQueue {
+			t.Fatalf("out of range: %+v", o)
+		}
+	})
+}

@@ -3,8 +3,6 @@ package limiter
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
-	"strings"
 	"sync"
 )
 
@@ -22,20 +20,12 @@ const keyDomain = "retrybudget/limiter/key/v1"
 // touch them all. The boundary is hashed, not embedded, for three reasons:
 // a custom Boundary function might return a raw credential; a boundary
 // containing '{' or '}' would otherwise break the tag; and keys stay short.
+//
+// Its prefix follows the key-prefix rule (redisstore.Prefix): a brace in it
+// would move the hash tag off the boundary and pin every boundary to one
+// slot.
 type keyspace struct {
 	prefix string
-}
-
-// newKeyspace validates prefix: a brace in it would move the hash tag off
-// the boundary and pin every boundary to one slot.
-func newKeyspace(prefix string) (keyspace, error) {
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
-	if strings.ContainsAny(prefix, "{}") {
-		return keyspace{}, fmt.Errorf("%w: Prefix %q must not contain '{' or '}'", ErrInvalidConfig, prefix)
-	}
-	return keyspace{prefix: prefix}, nil
 }
 
 // base returns the start shared by every key of boundary:

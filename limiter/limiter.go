@@ -62,6 +62,11 @@ type Decision struct {
 	// Fallback reports that the decision came from the process-local
 	// fallback because the shared store was unavailable (see [FailOpen]).
 	Fallback bool
+
+	// QueueDepth is, with a [FairQueue], the owner's requests in the
+	// boundary's queue when decided: the slots it holds across the fleet
+	// plus this process's requests waiting for one. Zero without a queue.
+	QueueDepth int
 }
 
 // Reason says why a [Decision] refused a request.
@@ -75,6 +80,9 @@ const (
 	ReasonOwner Reason = "owner"
 	// ReasonCooldown means the boundary is paused by a cooldown.
 	ReasonCooldown Reason = "cooldown"
+	// ReasonQueue means the owner's turn in the boundary's [FairQueue]
+	// comes after the request's deadline.
+	ReasonQueue Reason = "queue"
 )
 
 // Both limiters implement Limiter.

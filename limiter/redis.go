@@ -3,11 +3,12 @@ package limiter
 import (
 	"context"
 	"fmt"
-	"github.com/retrybudget/retrybudget/internal/redishealth"
 	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/retrybudget/retrybudget/internal/redisstore"
 )
 
 // RedisConfig configures a [Redis] limiter. The zero value is a fleet-wide
@@ -42,7 +43,7 @@ type RedisConfig struct {
 
 	// OnUnavailable says what happens when Redis does not answer in time.
 	// Zero means [FailOpen].
-	OnUnavailable Policy
+	OnUnavailable FailMode
 
 	// FallbackShare is the fraction of every limit that one process may
 	// use on its own while Redis is unavailable and the policy is
@@ -64,6 +65,19 @@ type RedisConfig struct {
 
 	// LeaseTTL is how long leased tokens may be spent. Zero means 100ms.
 	LeaseTTL time.Duration
+
+	// MaxBatch is the most concurrent decisions of one boundary that
+	// share a round trip: while one is in flight, arriving requests wait
+	// and the next round trip decides all of them, exactly (see [Redis]).
+	// Zero means 256; 1 means one round trip per decision. Ignored with
+	// Lease.
+	MaxBatch int
+
+	// Queue, when set, serves a saturated boundary round-robin by owner
+	// across the fleet, and Allow waits for its slot (see [FairQueue]).
+	// Nil means no queue: Allow never waits. It cannot be combined with
+	// Lease.
+	Queue *FairQueue
 
 	// MaxCooldown caps a single cooldown, so that a hostile or broken
 	// Retry-After cannot pause a boundary for days. Zero means five
@@ -90,10 +104,11 @@ const (
 // credential shares one limit. It works with any redis.UniversalClient:
 // standalone, sentinel (failover) or cluster.
 //
-// Each decision is one round trip running one Lua script, which reads
-// Redis TIME (the fleet's one clock), checks the boundary's cooldown and
-// every limit (and the owner's share), and takes a token from all of them
-// or from none. The script runs with EVALSHA, falling back to EVAL the
+// Each round trip runs one Lua script, which reads Redis TIME (the fleet's
+// one clock), checks the boundary's cooldown and every limit (and the
+// owner's share), and takes a token from all of them or from none, for
+// every request coalesced into it (RedisConfig.MaxBatch): concurrent
+// decisions of one boundary in one process share a round trip, exactly. The script runs with EVALSHA, falling back to EVAL the
 // first time a server lacks it. All keys of a boundary share a hash tag,
 // so a cluster keeps them on one slot.
 //
@@ -129,16 +144,17 @@ type Redis struct {
 	timeout         time.Duration
 	cooldownTimeout time.Duration
 	maxCooldown     time.Duration
-	policy          Policy
+	policy          FailMode
 	lease           int
 	// detached runs calls in a goroutine because the client would let a
 	// stalled socket outlive the context deadline.
 	detached bool
 
 	pauses   pauses
-	fallback *Local  // the FailOpen fallback; nil with FailClosed
-	leases   *leases // nil without leasing
-	health   *redishealth.Tracker
+	fallback *Local   // the FailOpen fallback; nil with FailClosed
+	leases   *leases  // nil without leasing
+	batch    *batcher // nil without coalescing (with leasing, or MaxBatch 1)
+	health   *redisstore.Tracker
 
 	// now is the clock seam: time.Now except in tests.
 	now func() time.Time
@@ -148,13 +164,11 @@ type Redis struct {
 // wrapping [ErrInvalidConfig] when the configuration cannot work. It does
 // not contact Redis.
 func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
-	if rdb == nil {
-		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidConfig)
-	}
-	ks, err := newKeyspace(cfg.Prefix)
+	prefix, err := redisstore.Setup(rdb, cfg.Prefix, DefaultPrefix)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	ks := keyspace{prefix: prefix}
 	bspecs, ospecs, err := groupSpecs(cfg.Limits, cfg.OwnerShare)
 	if err != nil {
 		return nil, err
@@ -180,8 +194,8 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		maxCooldown:     cmp0(cfg.MaxCooldown, defaultMaxCooldown),
 		policy:          cfg.OnUnavailable,
 		lease:           cfg.Lease,
-		detached:        !honoursContext(rdb),
-		health: redishealth.New("limiter", cfg.OnUnavailable.String(),
+		detached:        !redisstore.HonoursContext(rdb),
+		health: redisstore.NewTracker("limiter", cfg.OnUnavailable.String(),
 			cmp0(cfg.ProbeInterval, defaultProbeInterval), cfg.Logger),
 		now: time.Now,
 	}
@@ -207,6 +221,9 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	}
 	if cfg.Lease > 1 && len(bspecs) > 0 {
 		l.leases = newLeases(cmp0(cfg.LeaseTTL, defaultLeaseTTL))
+	}
+	if l.batch, err = newBatcher(cfg); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
@@ -239,6 +256,9 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 	if ok, err := l.health.Attempt(now); !ok {
 		return l.unavailable(r, now, err)
 	}
+	if l.batch != nil {
+		return l.allowBatched(ctx, r, now)
+	}
 
 	want := 1
 	if l.leases != nil {
@@ -268,6 +288,12 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 		}
 		return Decision{Allowed: true}, nil
 	}
+	return l.refusal(r.Boundary, wait, reason), nil
+}
+
+// refusal returns the Decision for a script's refusal of a request to
+// boundary.
+func (l *Redis) refusal(boundary string, wait time.Duration, reason int64) Decision {
 	d := Decision{RetryAfter: ceilMicro(wait)}
 	switch reason {
 	case reasonCooldown:
@@ -275,14 +301,16 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 		// at most wait after now; measured from before the call it could
 		// end early. Remember it, so this process asks no more until then.
 		after := l.now()
-		d.CooldownUntil = l.pauses.extend(r.Boundary, after.Add(wait), after)
+		d.CooldownUntil = l.pauses.extend(boundary, after.Add(wait), after)
 		d.Reason = ReasonCooldown
 	case reasonOwner:
 		d.Reason = ReasonOwner
+	case reasonQueue:
+		d.Reason = ReasonQueue
 	default:
 		d.Reason = ReasonRate
 	}
-	return d, nil
+	return d
 }
 
 // decisionCall returns the keys and arguments of decide.lua for r.
@@ -358,40 +386,7 @@ func (l *Redis) Cooldown(ctx context.Context, boundary string, until time.Time) 
 
 // run runs script, giving up after timeout.
 func (l *Redis) run(ctx context.Context, timeout time.Duration, s *redis.Script, keys []string, args []any) (any, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if !l.detached {
+	return redisstore.RoundTrip(ctx, timeout, l.detached, func(ctx context.Context) (any, error) {
 		return s.Run(ctx, l.rdb, keys, args...).Result()
-	}
-	// The client ignores the deadline once a command is on the wire, so a
-	// stalled server would hold this call for the client's ReadTimeout.
-	// Wait in a goroutine instead; it ends when the client gives up, and
-	// its result is dropped.
-	type result struct {
-		v   any
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := s.Run(ctx, l.rdb, keys, args...).Result()
-		done <- result{v, err}
-	}()
-	select {
-	case res := <-done:
-		return res.v, res.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// honoursContext reports whether rdb applies context deadlines to socket
-// reads and writes; go-redis does only with ContextTimeoutEnabled.
-func honoursContext(rdb redis.UniversalClient) bool {
-	switch c := rdb.(type) {
-	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
-	}
-	return false
+	})
 }

@@ -455,7 +455,7 @@ func TestRedisConfigErrors(t *testing.T) {
 		{Limits: []Limit{{Rate: 0}}},
 		{OwnerShare: 2},
 		{FallbackShare: 1.5},
-		{OnUnavailable: Policy(7)},
+		{OnUnavailable: FailMode(7)},
 		{Timeout: -1},
 		{Lease: -1},
 	}
@@ -464,8 +464,11 @@ func TestRedisConfigErrors(t *testing.T) {
 			t.Errorf("NewRedis(%+v) = %v, want ErrInvalidConfig", cfg, err)
 		}
 	}
-	if _, err := NewRedis(nil, RedisConfig{}); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("nil client: %v", err)
+	// Regression: a typed nil client panicked inside NewRedis.
+	for _, c := range []redis.UniversalClient{nil, (*redis.Client)(nil), (*redis.ClusterClient)(nil), (*redis.Ring)(nil)} {
+		if _, err := NewRedis(c, RedisConfig{}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("NewRedis(%T(nil)) = %v, want ErrInvalidConfig", c, err)
+		}
 	}
 	if _, err := NewRedis(rdb, RedisConfig{}); err != nil {
 		t.Fatalf("zero config: %v", err)

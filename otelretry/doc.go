@@ -23,12 +23,14 @@
 //	retrybudget.attempt.duration  Float64Histogram    s           as retrybudget.attempts
 //	retrybudget.retries           Int64Counter        {retry}     http.request.method, server.address, retrybudget.class²
 //	retrybudget.giveups           Int64Counter        {call}      http.request.method, server.address, retrybudget.class, retrybudget.reason, retrybudget.maybe_applied
-//	retrybudget.budget.refusals   Int64Counter        {retry}     retrybudget.destination, retrybudget.budget.degraded
+//	retrybudget.budget.refusals   Int64Counter        {retry}     retrybudget.destination, retrybudget.budget.fallback
 //	retrybudget.limiter.wait      Float64Histogram    s           retrybudget.boundary, retrybudget.limiter.reason¹, retrybudget.limiter.fallback
 //	retrybudget.cooldowns         Int64Counter        {cooldown}  retrybudget.boundary
 //	retrybudget.ledger.replays    Int64Counter        {action}    http.request.method, server.address, retrybudget.operation
 //	retrybudget.ledger.conflicts  Int64Counter        {action}    http.request.method, server.address, retrybudget.operation
 //	retrybudget.ledger.errors     Int64Counter        {error}     http.request.method, server.address, retrybudget.operation, retrybudget.ledger.op
+//	retrybudget.ledger.stuck      Int64Gauge          {action}    retrybudget.ledger.state (LedgerReport)
+//	retrybudget.ledger.reconciled Int64Counter        {action}    retrybudget.ledger.state (LedgerReport)
 //
 // ¹ Only when there is one: a status code when the attempt got a response, a
 // limiter reason when the limiter gave one.

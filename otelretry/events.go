@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/ledger"
 )
 
 // Each method below handles one Observer event; Observer wires them to its
@@ -53,7 +54,7 @@ func (t *Telemetry) giveUp(ev retrybudget.GiveUpEvent) {
 	attrs := t.metricAttrs(ev.Request, 3)
 	attrs = append(attrs,
 		ClassKey.String(o.Class.String()),
-		ReasonKey.String(reasonCode(o.Reason)),
+		ReasonKey.String(retrybudget.ReasonCode(o.Reason)),
 		MaybeAppliedKey.Bool(o.MaybeApplied),
 	)
 	t.m.giveUps.Add(ctx, 1, metric.WithAttributes(attrs...))
@@ -69,7 +70,7 @@ func (t *Telemetry) budget(ev retrybudget.BudgetEvent) {
 	ctx := contextOf(ev.Request)
 	attrs := []attribute.KeyValue{
 		DestinationKey.String(ev.Destination),
-		DegradedKey.Bool(ev.Decision.Degraded),
+		BudgetFallbackKey.Bool(ev.Decision.Fallback),
 	}
 	t.m.refusals.Add(ctx, 1, metric.WithAttributes(attrs...))
 	t.event(ctx, "retrybudget.budget.refusal", attrs...)
@@ -82,7 +83,7 @@ func (t *Telemetry) limited(ev retrybudget.LimitEvent) {
 	if ev.Decision.Reason != "" {
 		attrs = append(attrs, LimiterReasonKey.String(string(ev.Decision.Reason)))
 	}
-	attrs = append(attrs, FallbackKey.Bool(ev.Decision.Fallback))
+	attrs = append(attrs, LimiterFallbackKey.Bool(ev.Decision.Fallback))
 	t.m.limiterWait.Record(ctx, ev.Wait.Seconds(), metric.WithAttributes(attrs...))
 	t.event(ctx, "retrybudget.limiter.wait", append(attrs, DelayKey.Float64(ev.Wait.Seconds()))...)
 }
@@ -103,18 +104,18 @@ func (t *Telemetry) ledger(ev retrybudget.LedgerEvent) {
 	attrs = append(attrs, OperationKey.String(ev.Action.Operation))
 	switch {
 	case ev.Err != nil:
-		attrs = append(attrs, LedgerOpKey.String(ev.Verdict))
+		attrs = append(attrs, LedgerOpKey.String(ev.Op))
 		t.m.ledgerErrors.Add(ctx, 1, metric.WithAttributes(attrs...))
 		t.event(ctx, "retrybudget.ledger.error", OperationKey.String(ev.Action.Operation),
-			LedgerOpKey.String(ev.Verdict), semconv.ExceptionMessageKey.String(retrybudget.ErrorText(ev.Err)))
+			LedgerOpKey.String(ev.Op), semconv.ExceptionMessageKey.String(retrybudget.ErrorText(ev.Err)))
 		return
-	case ev.Verdict == "replayed":
+	case ev.Verdict == ledger.VerdictReplayed:
 		t.m.replays.Add(ctx, 1, metric.WithAttributes(attrs...))
-	case ev.Verdict == "conflict":
+	case ev.Verdict == ledger.VerdictConflict:
 		t.m.conflicts.Add(ctx, 1, metric.WithAttributes(attrs...))
 	}
 	t.event(ctx, "retrybudget.ledger", OperationKey.String(ev.Action.Operation),
-		VerdictKey.String(ev.Verdict), DecisionKey.StringSlice(ev.Path))
+		VerdictKey.String(ev.Verdict.String()), DecisionKey.StringSlice(ev.Path))
 }
 
 // event adds an event to the span of ctx when spans are on and that span is

@@ -156,7 +156,7 @@ func server(t *testing.T, statuses ...string) *httptest.Server {
 
 // do sends one POST with an idempotency key through a Transport with cfg,
 // against srv, and returns the response's status or the error.
-func do(t *testing.T, ctx context.Context, srv *httptest.Server, cfg retrybudget.Config) (int, error) {
+func do(ctx context.Context, t *testing.T, srv *httptest.Server, cfg retrybudget.Config) (int, error) {
 	t.Helper()
 	cfg.Base = srv.Client().Transport
 	if cfg.BaseDelay == 0 {

@@ -23,17 +23,17 @@ const (
 	MaybeAppliedKey = attribute.Key("retrybudget.maybe_applied")
 	// DestinationKey is the retry budget's destination.
 	DestinationKey = attribute.Key("retrybudget.destination")
-	// DegradedKey reports that a shared budget was unreachable and its
-	// fallback decided.
-	DegradedKey = attribute.Key("retrybudget.budget.degraded")
+	// BudgetFallbackKey reports that a shared budget was unreachable and
+	// its local fallback decided.
+	BudgetFallbackKey = attribute.Key("retrybudget.budget.fallback")
 	// BoundaryKey is the rate limiter boundary.
 	BoundaryKey = attribute.Key("retrybudget.boundary")
 	// LimiterReasonKey is the check that made the limiter refuse: rate,
 	// owner or cooldown.
 	LimiterReasonKey = attribute.Key("retrybudget.limiter.reason")
-	// FallbackKey reports that the limiter's decision came from its local
-	// fallback.
-	FallbackKey = attribute.Key("retrybudget.limiter.fallback")
+	// LimiterFallbackKey reports that the limiter's decision came from its
+	// local fallback.
+	LimiterFallbackKey = attribute.Key("retrybudget.limiter.fallback")
 	// DelayKey is a retry's wait in seconds; only on span events.
 	DelayKey = attribute.Key("retrybudget.delay")
 	// RetryAfterKey is the wait the provider asked for in seconds; only
@@ -74,6 +74,8 @@ type instruments struct {
 	replays         metric.Int64Counter
 	conflicts       metric.Int64Counter
 	ledgerErrors    metric.Int64Counter
+	stuck           metric.Int64Gauge   // see LedgerReport
+	reconciled      metric.Int64Counter // see LedgerReport
 }
 
 // newInstruments creates every instrument, or reports all that failed.
@@ -102,5 +104,10 @@ func newInstruments(m metric.Meter) (instruments, error) {
 		conflicts:       counter("retrybudget.ledger.conflicts", "{action}", "Action keys reused for a different request."),
 		ledgerErrors:    counter("retrybudget.ledger.errors", "{error}", "Ledger store operations that failed."),
 	}
+	var err error
+	in.stuck, err = m.Int64Gauge("retrybudget.ledger.stuck", metric.WithUnit("{action}"),
+		metric.WithDescription("Stuck actions the last ledger sweep found, by state: in-progress (lease run out) or uncertain."))
+	errs = append(errs, err)
+	in.reconciled = counter("retrybudget.ledger.reconciled", "{action}", "Stuck actions a ledger sweep reconciled, by the state they were settled in.")
 	return in, errors.Join(errs...)
 }

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/otelretry"
 )
@@ -39,7 +40,7 @@ func TestRetryThenSuccess(t *testing.T) {
 	host := semconv.ServerAddress("127.0.0.1")
 
 	ctx, parent := h.tp.Tracer("caller").Start(context.Background(), "charge")
-	code, err := do(t, ctx, srv, retrybudget.Config{Observer: h.tel.Observer()})
+	code, err := do(ctx, t, srv, retrybudget.Config{Observer: h.tel.Observer()})
 	parent.End()
 	if err != nil || code != 200 {
 		t.Fatalf("got %d, %v; want 200", code, err)
@@ -152,7 +153,7 @@ func TestGiveUp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, otelretry.Config{})
 			srv := server(t, tt.statuses...)
-			if _, err := do(t, context.Background(), srv, retrybudget.Config{
+			if _, err := do(context.Background(), t, srv, retrybudget.Config{
 				MaxAttempts: tt.attempts, Observer: h.tel.Observer()}); err != nil {
 				t.Fatal(err)
 			}
@@ -172,9 +173,9 @@ func TestGiveUp(t *testing.T) {
 func TestBudgetRefusal(t *testing.T) {
 	h := newHarness(t, otelretry.Config{})
 	srv := server(t, "503")
-	_, err := do(t, context.Background(), srv, retrybudget.Config{
+	_, err := do(context.Background(), t, srv, retrybudget.Config{
 		Observer: h.tel.Observer(),
-		Budget:   retrybudget.NewLocalBudget(retrybudget.BudgetConfig{Percent: -1, MinRetriesPerSec: -1}),
+		Budget:   budget.NewLocal(budget.Config{Percent: -1, MinRetriesPerSec: -1}),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +187,7 @@ func TestBudgetRefusal(t *testing.T) {
 		attrs []attribute.KeyValue
 		want  int64
 	}{
-		{"retrybudget.budget.refusals", []attribute.KeyValue{dest, otelretry.DegradedKey.Bool(false)}, 1},
+		{"retrybudget.budget.refusals", []attribute.KeyValue{dest, otelretry.BudgetFallbackKey.Bool(false)}, 1},
 		{"retrybudget.giveups", []attribute.KeyValue{otelretry.ReasonKey.String("budget_exhausted"), classCapacity}, 1},
 		{"retrybudget.attempts", nil, 1},
 		{"retrybudget.retries", nil, 0},
@@ -204,7 +205,7 @@ func TestLimiterWaitAndCooldown(t *testing.T) {
 	srv := server(t, "429:0", "200")
 	lim := &stepLimiter{waits: []time.Duration{2 * time.Millisecond, 3 * time.Millisecond}}
 	ctx, parent := h.tp.Tracer("caller").Start(context.Background(), "charge")
-	code, err := do(t, ctx, srv, retrybudget.Config{Observer: h.tel.Observer(), Limiter: lim})
+	code, err := do(ctx, t, srv, retrybudget.Config{Observer: h.tel.Observer(), Limiter: lim})
 	parent.End()
 	if err != nil || code != 200 {
 		t.Fatalf("got %d, %v; want 200", code, err)
@@ -212,7 +213,7 @@ func TestLimiterWaitAndCooldown(t *testing.T) {
 	ms := h.metrics(t)
 	boundary := otelretry.BoundaryKey.String(strings.TrimPrefix(srv.URL, "http://"))
 	n, sum := histogram(t, ms, "retrybudget.limiter.wait", boundary, otelretry.LimiterReasonKey.String("rate"),
-		otelretry.FallbackKey.Bool(false))
+		otelretry.LimiterFallbackKey.Bool(false))
 	if n != 2 || sum < 0.0049 || sum > 0.0051 {
 		t.Errorf("retrybudget.limiter.wait: count %d, sum %vs; want 2 and 0.005s", n, sum)
 	}
@@ -278,7 +279,7 @@ func TestLedger(t *testing.T) {
 	srv := server(t, "201")
 	tr := retrybudget.New(retrybudget.Config{
 		Base:     srv.Client().Transport,
-		Ledger:   ledger.NewMemory(ledger.MemoryConfig{}),
+		Ledger:   retrybudget.LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})},
 		Observer: h.tel.Observer(),
 	})
 	ctx, parent := h.tp.Tracer("caller").Start(context.Background(), "charges")
@@ -291,7 +292,7 @@ func TestLedger(t *testing.T) {
 		}
 	}
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/charges", nil)
-	h.tel.Observer().Ledger(retrybudget.LedgerEvent{Request: req, Verdict: "complete",
+	h.tel.Observer().Ledger(retrybudget.LedgerEvent{Request: req, Op: "complete",
 		Action: retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "order-2"},
 		Err:    &url.Error{Op: "Post", URL: "https://ledger.internal/?token=secret", Err: errors.New("i/o timeout")}})
 	parent.End()
@@ -359,8 +360,8 @@ func TestNilProvidersRecordNothing(t *testing.T) {
 		o.Budget(retrybudget.BudgetEvent{Request: req})
 		o.Limited(retrybudget.LimitEvent{Request: req})
 		o.Cooldown(retrybudget.CooldownEvent{Request: req})
-		o.Ledger(retrybudget.LedgerEvent{Request: req, Verdict: "replayed"})
-		o.Ledger(retrybudget.LedgerEvent{Request: req, Verdict: "complete", Err: errors.New("down")})
+		o.Ledger(retrybudget.LedgerEvent{Request: req, Verdict: ledger.VerdictReplayed})
+		o.Ledger(retrybudget.LedgerEvent{Request: req, Op: "complete", Err: errors.New("down")})
 	}
 }
 

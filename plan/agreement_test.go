@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -11,11 +12,12 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/plan"
 )
 
 // The tests in this file hold the planner to the code it models: the
-// backoff library, LocalBudget and a real Transport.
+// backoff library, budget.Local and a real Transport.
 
 // TestWaitRangesHoldTheLibrarysDelays draws delays from the
 // ExponentialBackOff the Transport builds (wait.go) and checks that every
@@ -66,25 +68,25 @@ func TestWaitRangesHoldTheLibrarysDelays(t *testing.T) {
 }
 
 // TestAmplificationMatchesLocalBudget runs a total outage through a real
-// LocalBudget, fed by a fake clock: first attempts arrive at a steady rate
+// budget.Local, fed by a fake clock: first attempts arrive at a steady rate
 // and every call retries until its attempts run out or the budget refuses
 // one (which ends the call, as in the Transport). The attempts per call it
 // measures must match Amplification.
 func TestAmplificationMatchesLocalBudget(t *testing.T) {
 	tests := []struct {
-		budget      retrybudget.BudgetConfig
+		budget      budget.Config
 		rate        float64
 		maxAttempts int
 	}{
-		{retrybudget.BudgetConfig{}, 100, 4},  // 1.1: the percent rule
-		{retrybudget.BudgetConfig{}, 1000, 4}, // 1.1
-		{retrybudget.BudgetConfig{}, 50, 4},   // 1.2: the floor, 10/s of 50/s
-		{retrybudget.BudgetConfig{}, 4, 4},    // 3.5: the floor passes the percent rule
-		{retrybudget.BudgetConfig{}, 2, 4},    // 4: the floor covers every retry
-		{retrybudget.BudgetConfig{Percent: 0.2, MinRetriesPerSec: 5}, 100, 4},
-		{retrybudget.BudgetConfig{Percent: -1}, 100, 4},
-		{retrybudget.BudgetConfig{MinRetriesPerSec: -1, Window: 2 * s}, 100, 3},
-		{retrybudget.BudgetConfig{Percent: 1, MinRetriesPerSec: -1}, 100, 3}, // 2: one retry per call, all the percent rule allows
+		{budget.Config{}, 100, 4},  // 1.1: the percent rule
+		{budget.Config{}, 1000, 4}, // 1.1
+		{budget.Config{}, 50, 4},   // 1.2: the floor, 10/s of 50/s
+		{budget.Config{}, 4, 4},    // 3.5: the floor passes the percent rule
+		{budget.Config{}, 2, 4},    // 4: the floor covers every retry
+		{budget.Config{Percent: 0.2, MinRetriesPerSec: 5}, 100, 4},
+		{budget.Config{Percent: -1}, 100, 4},
+		{budget.Config{MinRetriesPerSec: -1, Window: 2 * s}, 100, 3},
+		{budget.Config{Percent: 1, MinRetriesPerSec: -1}, 100, 3}, // 2: one retry per call, all the percent rule allows
 	}
 	for _, tc := range tests {
 		name := fmt.Sprintf("percent=%v floor=%v window=%v rate=%v attempts=%d",
@@ -94,33 +96,35 @@ func TestAmplificationMatchesLocalBudget(t *testing.T) {
 			want := plan.Amplification(p, tc.maxAttempts)
 			got := simulateOutage(tc.budget, tc.rate, tc.maxAttempts)
 			if math.Abs(got-want) > 0.01*want {
-				t.Errorf("LocalBudget gave %.4f attempts per call, Amplification %.4f", got, want)
+				t.Errorf("budget.Local gave %.4f attempts per call, Amplification %.4f", got, want)
 			}
 		})
 	}
 }
 
-// simulateOutage returns the attempts per call a LocalBudget allows in the
+// simulateOutage returns the attempts per call a budget.Local allows in the
 // steady state of a total outage. Time moves in 1ms steps; retries follow
 // 200ms, 400ms, 800ms... after the attempt before them.
-func simulateOutage(cfg retrybudget.BudgetConfig, rate float64, maxAttempts int) float64 {
+func simulateOutage(cfg budget.Config, rate float64, maxAttempts int) float64 {
 	const (
 		step    = time.Millisecond
 		total   = 90 * time.Second
 		measure = 40 * time.Second // from here on the window is full
 	)
-	b := retrybudget.NewLocalBudget(cfg)
 	t0 := time.Unix(1_000_000, 0)
+	var at time.Time // the simulated time the budget reads
+	b := budget.NewLocalClock(cfg, func() time.Time { return at })
+	ctx := context.Background()
 	due := map[time.Duration][]int{} // step → retry numbers due (2 = the first retry)
 	var calls, attempts, arrived float64
 	for now := time.Duration(0); now < total; now += step {
-		at := t0.Add(now)
+		at = t0.Add(now)
 		counted := now >= measure
 		// First attempts: one each time the arrival count passes a whole
 		// number, so rate need not divide 1000.
 		arrived += rate * step.Seconds()
 		for ; arrived >= 1; arrived-- {
-			b.DepositAt("d", at)
+			b.Deposit(ctx, "d")
 			if counted {
 				calls++
 				attempts++
@@ -130,7 +134,7 @@ func simulateOutage(cfg retrybudget.BudgetConfig, rate float64, maxAttempts int)
 			}
 		}
 		for _, n := range due[now] {
-			if !b.WithdrawAt("d", at).Allowed {
+			if !b.Withdraw(ctx, "d").Allowed {
 				continue // ErrBudgetExhausted ends the call
 			}
 			if counted {

@@ -6,10 +6,11 @@
 // provider that is down.
 //
 // Everything here is a pure function of a Policy: no clock, no randomness,
-// no I/O. The rules are those of the root package's Transport (planWait in
-// wait.go, the backoff schedule of cenkalti/backoff/v4's
-// ExponentialBackOff, and the LocalBudget rule); the tests hold them to the
-// real backoff, the real LocalBudget and a real Transport.
+// no I/O. The rules are the Transport's own: its defaults and wait rule
+// come from the one schedule both use (internal/schedule), its backoff is
+// cenkalti/backoff/v4's ExponentialBackOff walked as ranges, and its
+// budget is the budget.Local rule (budget.Config.Rule); the tests hold them
+// to the real backoff, the real budget.Local and a real Transport.
 //
 // The command "retrybudget plan" prints a Plan as a table or draws it as an
 // SVG timeline; see README.md in this directory.

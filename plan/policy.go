@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/schedule"
 )
 
 // DefaultAttemptDuration is how long a failing attempt is assumed to take
@@ -18,30 +20,23 @@ const DefaultFirstAttemptsPerSec = 100
 
 // Policy is the retry policy a Plan is made for, and what the Plan assumes
 // of the provider and of the traffic. Its policy fields mean what the
-// retrybudget.Config and retrybudget.BudgetConfig fields of the same names
+// retrybudget.Config and budget.Config fields of the same names
 // mean, zero values and clamps included, so a Policy built with FromConfig
 // has the Transport's waits.
 type Policy struct {
-	// MaxAttempts limits the attempts per call, the first included. Zero
-	// means 4; a negative value means 1.
-	MaxAttempts int
-	// BaseDelay is the backoff before the first retry. Zero means 200ms.
-	BaseDelay time.Duration
-	// MaxDelay caps a backoff delay, jitter included. Zero means 30s.
-	MaxDelay time.Duration
-	// Jitter is the randomization factor of backoff delays, in [0, 1].
-	// Zero means 0.5; a negative value means none.
-	Jitter float64
-	// MaxWait is the longest Retry-After obeyed by sleeping. Zero means
-	// 60s.
-	MaxWait time.Duration
-	// Deadline bounds the whole call. Zero means none.
-	Deadline time.Duration
+	// MaxAttempts, BaseDelay, MaxDelay, Jitter, MaxWait and Deadline are
+	// the schedule: each means what the retrybudget.Config field of the
+	// same name means, its zero value and clamps included, since both
+	// apply one rule (Policy.WithDefaults).
+	MaxAttempts         int
+	BaseDelay, MaxDelay time.Duration
+	Jitter              float64
+	MaxWait, Deadline   time.Duration
 
 	// Budget is the retry budget's rule. Its zero fields take the
-	// BudgetConfig defaults (10%, 10 retries per second, 10s).
-	Budget retrybudget.BudgetConfig
-	// NoBudget models retrybudget.UnlimitedBudget: every retry is allowed.
+	// budget.Config defaults (10%, 10 retries per second, 10s).
+	Budget budget.Config
+	// NoBudget models budget.Unlimited: every retry is allowed.
 	NoBudget bool
 
 	// AttemptDuration is how long every failing attempt is assumed to
@@ -54,7 +49,7 @@ type Policy struct {
 	RetryAfter time.Duration
 	// FirstAttemptsPerSec is the rate of first attempts to the
 	// destination, counted where the budget counts them: one process for
-	// a LocalBudget, the fleet for a shared budget (package budget). Zero
+	// a budget.Local, the fleet for a shared budget (package budget). Zero
 	// or less means DefaultFirstAttemptsPerSec.
 	FirstAttemptsPerSec float64
 }
@@ -62,9 +57,9 @@ type Policy struct {
 // FromConfig returns the Policy of cfg: its backoff, attempts, waits and
 // deadline, with cfg.AttemptTimeout as the AttemptDuration (zero, as in a
 // Config without one, then means DefaultAttemptDuration). A nil Budget is
-// the default rule and UnlimitedBudget sets NoBudget; any other Budget
-// keeps its rule to itself (a LocalBudget does not export its
-// BudgetConfig), so the Policy assumes the default rule and the caller
+// the default rule and budget.Unlimited sets NoBudget; any other Budget
+// keeps its rule to itself (a budget.Local does not export its
+// budget.Config), so the Policy assumes the default rule and the caller
 // should set Budget to what it built the Budget with.
 func FromConfig(cfg retrybudget.Config) Policy {
 	p := Policy{
@@ -77,7 +72,7 @@ func FromConfig(cfg retrybudget.Config) Policy {
 		AttemptDuration: cfg.AttemptTimeout,
 	}
 	switch cfg.Budget.(type) {
-	case retrybudget.UnlimitedBudget, *retrybudget.UnlimitedBudget:
+	case budget.Unlimited, *budget.Unlimited:
 		p.NoBudget = true
 	}
 	return p
@@ -86,33 +81,13 @@ func FromConfig(cfg retrybudget.Config) Policy {
 // WithDefaults returns p with every zero field replaced by its default and
 // every out-of-range value clamped, as the Transport does.
 func (p Policy) WithDefaults() Policy {
-	switch {
-	case p.MaxAttempts == 0:
-		p.MaxAttempts = retrybudget.DefaultMaxAttempts
-	case p.MaxAttempts < 0:
-		p.MaxAttempts = 1
-	}
-	if p.BaseDelay <= 0 {
-		p.BaseDelay = retrybudget.DefaultBaseDelay
-	}
-	if p.MaxDelay <= 0 {
-		p.MaxDelay = retrybudget.DefaultMaxDelay
-	}
-	switch {
-	case p.Jitter == 0:
-		p.Jitter = retrybudget.DefaultJitter
-	case p.Jitter < 0:
-		p.Jitter = 0
-	case p.Jitter > 1:
-		p.Jitter = 1
-	}
-	if p.MaxWait <= 0 {
-		p.MaxWait = retrybudget.DefaultMaxWait
-	}
-	p.Deadline = max(p.Deadline, 0)
-	// The rule in force, "none" as zero, exactly as a LocalBudget applies it.
+	// The Transport's own schedule rule (internal/schedule), not a copy.
+	s := p.schedule().WithDefaults()
+	p.MaxAttempts, p.BaseDelay, p.MaxDelay, p.Jitter, p.MaxWait, p.Deadline =
+		s.MaxAttempts, s.BaseDelay, s.MaxDelay, s.Jitter, s.MaxWait, s.Deadline
+	// The rule in force, "none" as zero, exactly as a budget.Local applies it.
 	r := p.Budget.Rule()
-	p.Budget = retrybudget.BudgetConfig{Percent: r.Percent, MinRetriesPerSec: r.MinRetriesPerSec, Window: r.Window}
+	p.Budget = budget.Config{Percent: r.Percent, MinRetriesPerSec: r.MinRetriesPerSec, Window: r.Window}
 	switch {
 	case p.AttemptDuration == 0:
 		p.AttemptDuration = DefaultAttemptDuration
@@ -124,4 +99,10 @@ func (p Policy) WithDefaults() Policy {
 		p.FirstAttemptsPerSec = DefaultFirstAttemptsPerSec
 	}
 	return p
+}
+
+// schedule returns the retry schedule p describes.
+func (p Policy) schedule() schedule.Schedule {
+	return schedule.Schedule{MaxAttempts: p.MaxAttempts, BaseDelay: p.BaseDelay, MaxDelay: p.MaxDelay,
+		Jitter: p.Jitter, MaxWait: p.MaxWait, Deadline: p.Deadline}
 }

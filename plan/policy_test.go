@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/plan"
 )
 
@@ -18,10 +19,10 @@ func TestZeroPolicyIsTheDefaultConfig(t *testing.T) {
 		MaxDelay:    retrybudget.DefaultMaxDelay,
 		Jitter:      retrybudget.DefaultJitter,
 		MaxWait:     retrybudget.DefaultMaxWait,
-		Budget: retrybudget.BudgetConfig{
-			Percent:          retrybudget.DefaultBudgetPercent,
-			MinRetriesPerSec: retrybudget.DefaultMinRetriesPerSec,
-			Window:           retrybudget.DefaultBudgetWindow,
+		Budget: budget.Config{
+			Percent:          budget.DefaultPercent,
+			MinRetriesPerSec: budget.DefaultMinRetriesPerSec,
+			Window:           budget.DefaultWindow,
 		},
 		AttemptDuration:     plan.DefaultAttemptDuration,
 		FirstAttemptsPerSec: plan.DefaultFirstAttemptsPerSec,
@@ -49,11 +50,11 @@ func TestWithDefaultsClampsAsTheConfigDoes(t *testing.T) {
 					p.MaxWait == retrybudget.DefaultMaxWait
 			}},
 		{"negative Deadline means none", plan.Policy{Deadline: -time.Second}, func(p plan.Policy) bool { return p.Deadline == 0 }},
-		{"negative Percent means the floor alone", plan.Policy{Budget: retrybudget.BudgetConfig{Percent: -1}},
+		{"negative Percent means the floor alone", plan.Policy{Budget: budget.Config{Percent: -1}},
 			func(p plan.Policy) bool { return p.Budget.Percent == 0 }},
-		{"Percent above 1 is 1", plan.Policy{Budget: retrybudget.BudgetConfig{Percent: 5}},
+		{"Percent above 1 is 1", plan.Policy{Budget: budget.Config{Percent: 5}},
 			func(p plan.Policy) bool { return p.Budget.Percent == 1 }},
-		{"negative floor means none", plan.Policy{Budget: retrybudget.BudgetConfig{MinRetriesPerSec: -1}},
+		{"negative floor means none", plan.Policy{Budget: budget.Config{MinRetriesPerSec: -1}},
 			func(p plan.Policy) bool { return p.Budget.MinRetriesPerSec == 0 }},
 		{"negative AttemptDuration means instant", plan.Policy{AttemptDuration: -1}, func(p plan.Policy) bool { return p.AttemptDuration == 0 }},
 		{"set values stay", plan.Policy{MaxAttempts: 7, Jitter: 0.25, Deadline: time.Second, RetryAfter: 2 * time.Second},
@@ -78,12 +79,12 @@ func TestFromConfig(t *testing.T) {
 	if got := plan.FromConfig(cfg); got != want {
 		t.Errorf("FromConfig = %+v, want %+v", got, want)
 	}
-	cfg.Budget = retrybudget.UnlimitedBudget{}
+	cfg.Budget = budget.Unlimited{}
 	if !plan.FromConfig(cfg).NoBudget {
-		t.Error("UnlimitedBudget did not set NoBudget")
+		t.Error("budget.Unlimited did not set NoBudget")
 	}
-	cfg.Budget = retrybudget.NewLocalBudget(retrybudget.BudgetConfig{Percent: 0.5})
-	if p := plan.FromConfig(cfg); p.NoBudget || p.Budget != (retrybudget.BudgetConfig{}) {
-		t.Errorf("a LocalBudget gave %+v, want the default rule", p)
+	cfg.Budget = budget.NewLocal(budget.Config{Percent: 0.5})
+	if p := plan.FromConfig(cfg); p.NoBudget || p.Budget != (budget.Config{}) {
+		t.Errorf("a budget.Local gave %+v, want the default rule", p)
 	}
 }

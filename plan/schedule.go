@@ -152,21 +152,16 @@ func fit(deadline, earliest, latest time.Duration) Fit {
 	return Never
 }
 
-// raise applies a Retry-After to a backoff range [lo, hi], as planWait
-// does: a backoff no longer than the Retry-After is replaced by the
-// Retry-After plus a spread in [0, Jitter×BaseDelay], so the waits run
-// from the Retry-After up to the larger of hi and the spread's top.
+// raise applies a Retry-After to a backoff range [lo, hi], as the
+// schedule's Wait does: a backoff no longer than the Retry-After is
+// replaced by the Retry-After plus a spread in [0, Spread()], so the waits
+// run from the Retry-After up to the larger of hi and the spread's top.
 func raise(p Policy, lo, hi time.Duration) (time.Duration, time.Duration) {
 	r := p.RetryAfter
 	if r == 0 || r < lo {
 		return lo, hi
 	}
-	return r, max(hi, addSat(r, spread(p)))
-}
-
-// spread is the largest extra wait planWait adds to a Retry-After.
-func spread(p Policy) time.Duration {
-	return time.Duration(max(int64(p.Jitter*float64(p.BaseDelay)), 0))
+	return r, max(hi, addSat(r, p.schedule().Spread()))
 }
 
 // backoff walks the intervals of cenkalti/backoff/v4's ExponentialBackOff
@@ -183,7 +178,7 @@ func newBackoff(p Policy) *backoff {
 	return &backoff{cur: p.BaseDelay, max: p.MaxDelay, jitter: p.Jitter}
 }
 
-// next returns the range of the next delay, capped at MaxDelay as planWait
+// next returns the range of the next delay, capped at MaxDelay as the Wait
 // caps it, and moves to the next interval.
 func (b *backoff) next() (lo, hi time.Duration) {
 	lo, hi = b.cur, b.cur

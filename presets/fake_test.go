@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
@@ -139,7 +140,7 @@ func client(t *testing.T, f *fake, route retrybudget.Route, lim *recorder, adjus
 	route.Config.MaxDelay = 5 * time.Millisecond
 	route.Config.Jitter = -1
 	route.Config.MaxWait = 100 * time.Millisecond
-	route.Config.Budget = retrybudget.UnlimitedBudget{}
+	route.Config.Budget = budget.Unlimited{}
 	if lim != nil {
 		route.Config.Limiter = lim
 	}
@@ -155,7 +156,7 @@ func client(t *testing.T, f *fake, route retrybudget.Route, lim *recorder, adjus
 
 // call sends one request and returns the response, its body and its
 // Outcome. A nil ctx means context.Background().
-func call(t *testing.T, c *http.Client, ctx context.Context, method, rawURL string, header ...string) (*http.Response, string, retrybudget.Outcome) {
+func call(ctx context.Context, t *testing.T, c *http.Client, method, rawURL string, header ...string) (*http.Response, string, retrybudget.Outcome) {
 	t.Helper()
 	if ctx == nil {
 		ctx = context.Background()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/internal/retryafter"
 	"github.com/retrybudget/retrybudget/limiter"
 	"github.com/retrybudget/retrybudget/rateheader"
 )
@@ -93,7 +94,7 @@ func (githubClassifier) Classify(a *retrybudget.AttemptResult) retrybudget.Class
 		return cls
 	}
 	now := a.Now
-	if at, ok := retrybudget.ParseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
+	if at, ok := retryafter.Parse(resp.Header.Get("Retry-After"), now); ok {
 		cls.Class, cls.RetryAt = retrybudget.ClassCapacity, at
 		return cls
 	}

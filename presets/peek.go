@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/internal/readahead"
 )
 
 // maxPeek bounds how much of an error body is read to find a provider's
@@ -19,7 +19,7 @@ const maxPeek = 16 << 10
 const peekWait = 100 * time.Millisecond
 
 // peekJSON decodes the JSON body of resp into v without consuming it (see
-// retrybudget.ReadAhead), so the caller still reads the whole body. It
+// readahead.Read), so the caller still reads the whole body. It
 // reports whether v was filled; a body that is not JSON, too large, late or
 // unreadable leaves v alone.
 func peekJSON(resp *http.Response, v any) bool {
@@ -30,6 +30,6 @@ func peekJSON(resp *http.Response, v any) bool {
 	if err != nil || mt != "application/json" {
 		return false
 	}
-	buf, ok := retrybudget.ReadAhead(resp, maxPeek, peekWait)
+	buf, ok := readahead.Read(resp, maxPeek, peekWait)
 	return ok && json.Unmarshal(buf, v) == nil
 }

@@ -38,7 +38,7 @@ const maxCallLimit = 1_000_000
 //     slot to drain. ShopifyLeakRate is the standard plan's rate, our
 //     conservative choice since the response does not say the plan.
 //   - A 429 is a capacity answer; its Retry-After, which Shopify sends in
-//     decimal seconds ("2.0"), is honoured (retrybudget.ParseRetryAfter
+//     decimal seconds ("2.0"), is honoured (the DefaultClassifier
 //     alone would refuse the decimal). Without one, RetryAt is one slot's
 //     drain time.
 //   - Key: the REST Admin API documents no idempotency key header, so

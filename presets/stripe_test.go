@@ -37,7 +37,7 @@ func TestStripeShouldRetry(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(t, tt.first, reply{status: 200, body: `{"id":"ch_1"}`})
 			c := client(t, f, presets.Stripe(), nil, nil)
-			_, _, out := call(t, c, nil, "POST", stripeCharges)
+			_, _, out := call(nil, t, c, "POST", stripeCharges)
 			if out.Attempts != tt.attempts || !errors.Is(out.Reason, tt.reason) || out.Class != tt.class {
 				t.Fatalf("attempts %d, reason %v, class %v; want %d, %v, %v",
 					out.Attempts, out.Reason, out.Class, tt.attempts, tt.reason, tt.class)
@@ -49,7 +49,7 @@ func TestStripeShouldRetry(t *testing.T) {
 func TestStripeKeyIsHonouredAcrossAttempts(t *testing.T) {
 	f := newFake(t, reply{status: 500}, reply{status: 502}, reply{status: 200})
 	c := client(t, f, presets.Stripe(), nil, nil)
-	resp, _, out := call(t, c, nil, "POST", stripeCharges)
+	resp, _, out := call(nil, t, c, "POST", stripeCharges)
 	if resp.StatusCode != 200 || out.Attempts != 3 {
 		t.Fatalf("status %d after %d attempts; want 200 after 3 (Stripe's preset allows 3)", resp.StatusCode, out.Attempts)
 	}
@@ -69,7 +69,7 @@ func TestStripeGivesUpAfterThreeAttempts(t *testing.T) {
 	f := newFake(t, reply{status: 503})
 	c := client(t, f, presets.Stripe(), nil, nil)
 	ctx := retrybudget.WithAction(context.Background(), retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "o-1"})
-	_, _, out := call(t, c, ctx, "POST", stripeCharges)
+	_, _, out := call(ctx, t, c, "POST", stripeCharges)
 	if out.Attempts != 3 || !errors.Is(out.Reason, retrybudget.ErrAttemptsExhausted) || out.Class != retrybudget.ClassCapacity {
 		t.Fatalf("attempts %d, reason %v, class %v; want 3, attempts exhausted, capacity", out.Attempts, out.Reason, out.Class)
 	}

@@ -70,12 +70,23 @@ func ExampleParseRetryAfterMs() {
 
 func ExampleParseRetryAfter() {
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	h := http.Header{"Retry-After": {"2.0"}} // as Shopify sends it
-	_, strict := retrybudget.ParseRetryAfter(h.Get("Retry-After"), now)
-	at, ok := rateheader.ParseRetryAfter(h, now)
-	fmt.Println(strict, ok, at.Sub(now))
+	for _, v := range []string{"120", "Wed, 02 Dec 2026 10:05:00 GMT", "Wednesday, 02-Dec-26 10:05:00 GMT",
+		"Wed Dec  2 10:05:00 2026", "2.0", "-1", "soon"} {
+		at, ok := rateheader.ParseRetryAfter(http.Header{"Retry-After": {v}}, now)
+		if !ok {
+			fmt.Printf("%q: ignored\n", v)
+			continue
+		}
+		fmt.Printf("%q: wait %v\n", v, at.Sub(now))
+	}
 	// Output:
-	// false true 2s
+	// "120": wait 2m0s
+	// "Wed, 02 Dec 2026 10:05:00 GMT": wait 5m0s
+	// "Wednesday, 02-Dec-26 10:05:00 GMT": wait 5m0s
+	// "Wed Dec  2 10:05:00 2026": wait 5m0s
+	// "2.0": wait 2s
+	// "-1": ignored
+	// "soon": ignored
 }
 
 // fakeProvider answers every request with a success that spends the quota.

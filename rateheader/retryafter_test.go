@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/internal/retryafter"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -34,7 +34,7 @@ func TestParseRetryAfter(t *testing.T) {
 }
 
 // FuzzRetryAfter checks that the decimal-tolerant parser never panics,
-// agrees with retrybudget.ParseRetryAfter on everything without a dot, and
+// agrees with retryafter.Parse on everything without a dot, and
 // never returns a decimal wait that is negative.
 func FuzzRetryAfter(f *testing.F) {
 	for _, seed := range []string{"2.0", "120", "Wed, 02 Dec 2026 10:05:00 GMT", "-2.0", "3153600000.0", "3153600001.0", "0.0000000001", "."} {
@@ -44,13 +44,13 @@ func FuzzRetryAfter(f *testing.F) {
 		h := header("Retry-After", v)
 		at, ok := ParseRetryAfter(h, now)
 		if !strings.Contains(h.Get("Retry-After"), ".") {
-			want, wantOK := retrybudget.ParseRetryAfter(h.Get("Retry-After"), now)
+			want, wantOK := retryafter.Parse(h.Get("Retry-After"), now)
 			if ok != wantOK || !at.Equal(want) {
-				t.Fatalf("%q: %v, %v; retrybudget.ParseRetryAfter says %v, %v", v, at, ok, want, wantOK)
+				t.Fatalf("%q: %v, %v; retryafter.Parse says %v, %v", v, at, ok, want, wantOK)
 			}
 			return
 		}
-		if ok && (at.Before(now) || at.Sub(now) > maxRetryAfter) {
+		if ok && (at.Before(now) || at.Sub(now) > retryafter.Max) {
 			t.Fatalf("%q: decimal wait %v out of bounds", v, at.Sub(now))
 		}
 	})

@@ -30,7 +30,8 @@ const compareEnv = "LIMITER_COMPARE"
 // round, and per concurrency the median throughput of each contender plus
 // the median of the per-round ratio limiter/redis_rate (each ratio taken
 // from runs a fraction of a second apart, so load from other processes
-// mostly cancels out).
+// mostly cancels out). The limiter runs with its default, coalesced
+// decisions, and with MaxBatch 1 (one round trip per decision).
 func TestCompare(t *testing.T) {
 	if os.Getenv(compareEnv) == "" {
 		t.Skipf("set %s=1 to run the interleaved comparison", compareEnv)
@@ -58,19 +59,22 @@ func TestCompare(t *testing.T) {
 
 	rr := redis_rate.NewLimiter(rdb)
 	rrLimit := redis_rate.PerSecond(hotRate)
-	newLim := func(name string, lease int) *limiter.Redis {
+	newLim := func(name string, lease, batch int) *limiter.Redis {
 		l, err := limiter.NewRedis(rdb, limiter.RedisConfig{
-			Limits:  []limiter.Limit{limiter.PerSecond(hotRate).WithBurst(hotRate)},
-			Prefix:  prefix + name + ":",
-			Timeout: time.Second,
-			Lease:   lease,
+			Limits:   []limiter.Limit{limiter.PerSecond(hotRate).WithBurst(hotRate)},
+			Prefix:   prefix + name + ":",
+			Timeout:  time.Second,
+			Lease:    lease,
+			MaxBatch: batch,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return l
 	}
-	lim, leased := newLim("plain", 0), newLim("lease", 10)
+	// The default limiter coalesces; MaxBatch 1 is one round trip per
+	// decision, as before coalescing.
+	lim, single, leased := newLim("plain", 0, 0), newLim("single", 0, 1), newLim("lease", 10, 0)
 	req := limiter.Request{Boundary: "api.example.com#0123456789abcdef"}
 	rrKey := prefix + "redis_rate:api.example.com#0123456789abcdef"
 	contenders := []struct {
@@ -80,6 +84,7 @@ func TestCompare(t *testing.T) {
 		{"ping", func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 		{"redis_rate", func(ctx context.Context) error { _, err := rr.Allow(ctx, rrKey, rrLimit); return err }},
 		{"limiter", func(ctx context.Context) error { return mustAllow(lim.Allow(ctx, req)) }},
+		{"limiter_single", func(ctx context.Context) error { return mustAllow(single.Allow(ctx, req)) }},
 		{"limiter_lease10", func(ctx context.Context) error { return mustAllow(leased.Allow(ctx, req)) }},
 	}
 	for _, ct := range contenders {
@@ -90,12 +95,12 @@ func TestCompare(t *testing.T) {
 
 	var report strings.Builder
 	fmt.Fprintf(&report, "%d rounds of %v per contender, median decisions/s (round trips per decision):\n", rounds, slice)
-	fmt.Fprintf(&report, "%-5s %16s %16s %16s %18s %14s\n", "conc", "PING", "redis_rate", "limiter", "limiter lease10", "limiter/rr")
+	fmt.Fprintf(&report, "%-5s %16s %16s %18s %18s %18s %11s %11s\n", "conc", "PING", "redis_rate", "limiter", "limiter MaxBatch1", "limiter lease10", "limiter/rr", "batch1/rr")
 	for _, c := range concurrency {
 		rates := make(map[string][]float64)
 		trips := make(map[string][]float64)
-		var ratios []float64
-		order := []int{0, 1, 2, 3}
+		var ratios, singleRatios []float64
+		order := []int{0, 1, 2, 3, 4}
 		for range rounds {
 			rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 			got := make(map[string]float64)
@@ -107,11 +112,12 @@ func TestCompare(t *testing.T) {
 				trips[ct.name] = append(trips[ct.name], rts)
 			}
 			ratios = append(ratios, got["limiter"]/got["redis_rate"])
+			singleRatios = append(singleRatios, got["limiter_single"]/got["redis_rate"])
 		}
 		cell := func(name string) string {
 			return fmt.Sprintf("%8.0f (%.2f)", median(rates[name]), median(trips[name]))
 		}
-		fmt.Fprintf(&report, "%-5d %16s %16s %16s %18s %14.2f\n", c, cell("ping"), cell("redis_rate"), cell("limiter"), cell("limiter_lease10"), median(ratios))
+		fmt.Fprintf(&report, "%-5d %16s %16s %18s %18s %18s %11.2f %11.2f\n", c, cell("ping"), cell("redis_rate"), cell("limiter"), cell("limiter_single"), cell("limiter_lease10"), median(ratios), median(singleRatios))
 	}
 	t.Log("\n" + report.String())
 }

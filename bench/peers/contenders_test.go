@@ -7,11 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/failsafe-go/failsafe-go/budget"
+	fsbudget "github.com/failsafe-go/failsafe-go/budget"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 )
 
 // The retry schedule every contender gets, as far as its options allow: at
@@ -74,7 +75,7 @@ func rbUnlimited() contender {
 		config: "as retrybudget with `Budget: UnlimitedBudget{}`",
 		rt: func(base http.RoundTripper) http.RoundTripper {
 			return retrybudget.New(retrybudget.Config{Base: base, MaxAttempts: maxAttempts, BaseDelay: baseDelay, MaxDelay: maxDelay,
-				Budget: retrybudget.UnlimitedBudget{}})
+				Budget: budget.Unlimited{}})
 		},
 	}
 }
@@ -129,7 +130,7 @@ func failsafeBudget() contender {
 		config: "as failsafehttp with `.WithBudget(budget.New())` (opt-in: concurrent retries at most 20% of executions, min 3)",
 		rt: func(base http.RoundTripper) http.RoundTripper {
 			return failsafehttp.NewRoundTripper(base, failsafehttp.NewRetryPolicyBuilder().
-				WithMaxRetries(maxAttempts-1).WithBackoff(baseDelay, maxDelay).WithBudget(budget.New()).Build())
+				WithMaxRetries(maxAttempts-1).WithBackoff(baseDelay, maxDelay).WithBudget(fsbudget.New()).Build())
 		},
 	}
 }

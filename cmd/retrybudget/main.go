@@ -8,6 +8,7 @@
 //
 //	resolve   show what the action ledger decides for a request, and why
 //	plan      show a retry policy's attempt schedule, worst case and outage amplification
+//	ledger    list, show and resolve stuck actions in a Redis ledger
 //
 // Run "retrybudget <command> -h" for a command's flags.
 package main
@@ -34,6 +35,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return resolve(args[1:], stdout, stderr)
 	case "plan":
 		return planCmd(args[1:], stdout, stderr)
+	case "ledger":
+		return ledgerCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -49,6 +52,7 @@ func usage(w io.Writer) {
 commands:
   resolve   show what the action ledger decides for a request, and why
   plan      show a retry policy's attempt schedule, worst case and outage amplification
+  ledger    list, show and resolve stuck actions in a Redis ledger (--url redis://...)
 
 Run "retrybudget <command> -h" for a command's flags.
 `)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/plan"
 	"github.com/retrybudget/retrybudget/presets"
 )
@@ -39,7 +40,7 @@ func planCmd(args []string, stdout, stderr io.Writer) int {
 		budgetPercent  percentFlag
 		budgetFloor    = fs.Float64("budget-min-per-sec", 0, "retries per second the budget allows whatever the traffic (0: 10; negative: none)")
 		budgetWindow   = fs.Duration("budget-window", 0, "how long the budget counts attempts (0: 10s)")
-		noBudget       = fs.Bool("no-budget", false, "plan for UnlimitedBudget: every retry allowed")
+		noBudget       = fs.Bool("no-budget", false, "plan for budget.Unlimited: every retry allowed")
 		rps            = fs.Float64("rps", plan.DefaultFirstAttemptsPerSec, "first attempts per second where the budget counts them, for the amplification")
 		format         = fs.String("format", "text", "output format: text or svg")
 		out            = fs.String("out", "", "write to this file instead of stdout")
@@ -160,11 +161,11 @@ func writeFile(name string, write func(io.Writer) error) error {
 }
 
 // budgetNote explains a Budget whose rule the planner cannot read: a
-// LocalBudget keeps its BudgetConfig unexported, and a shared budget's
-// lives in its own package.
-func budgetNote(b retrybudget.Budget) string {
+// budget.Local keeps its budget.Config unexported, and a shared budget's
+// lives in its own configuration.
+func budgetNote(b budget.Budget) string {
 	switch b.(type) {
-	case nil, retrybudget.UnlimitedBudget, *retrybudget.UnlimitedBudget:
+	case nil, budget.Unlimited, *budget.Unlimited:
 		return ""
 	}
 	return fmt.Sprintf("the Config's own Budget (%T) does not expose its rule; the default rule is assumed, set --budget-* to what it was built with", b)
@@ -196,7 +197,7 @@ func writeText(w io.Writer, pl plan.Plan, source, budgetNote string, timeoutSet 
 		fmt.Fprintf(tw, "  retry-after\tnone (assumed)\n")
 	}
 	if p.NoBudget {
-		fmt.Fprintf(tw, "  budget\tnone (UnlimitedBudget)\n")
+		fmt.Fprintf(tw, "  budget\tnone (budget.Unlimited)\n")
 	} else {
 		fmt.Fprintf(tw, "  budget\t%s%% of first attempts, or %g retries/s, over %s\n",
 			pct(p.Budget.Percent), p.Budget.MinRetriesPerSec, short(p.Budget.Window))
@@ -232,7 +233,7 @@ func writeText(w io.Writer, pl plan.Plan, source, budgetNote string, timeoutSet 
 		fit := a.Fit.String()
 		switch {
 		case a.Stop != nil:
-			fit += ": " + errName(a.Stop)
+			fit += ": " + retrybudget.ReasonCode(a.Stop)
 			never = true
 			tooLong = tooLong || a.Stop == retrybudget.ErrWaitTooLong
 		case a.Fit == plan.MayMiss:
@@ -253,7 +254,7 @@ func writeText(w io.Writer, pl plan.Plan, source, budgetNote string, timeoutSet 
 	}
 
 	ew.printf("\nworst case: the call ends at the latest %s after it starts, giving up with %s after attempt %d\n",
-		short(pl.GiveUp), errName(pl.Reason), pl.Sendable)
+		short(pl.GiveUp), retrybudget.ReasonCode(pl.Reason), pl.Sendable)
 	if p.NoBudget {
 		ew.printf("amplification in a total outage: %s per call (no budget)\n", attempts(pl.Sendable))
 	} else {
@@ -281,23 +282,6 @@ func jitterText(j float64) string {
 	return "jitter ±" + pct(j) + "%"
 }
 
-// errName names a sentinel of package retrybudget as a caller writes it.
-func errName(err error) string {
-	for _, e := range []struct {
-		err  error
-		name string
-	}{
-		{retrybudget.ErrAttemptsExhausted, "ErrAttemptsExhausted"},
-		{retrybudget.ErrDeadline, "ErrDeadline"},
-		{retrybudget.ErrWaitTooLong, "ErrWaitTooLong"},
-	} {
-		if errors.Is(err, e.err) {
-			return e.name
-		}
-	}
-	return err.Error()
-}
-
 // short formats d for a reader: to the millisecond from a second up, to
 // the microsecond from a millisecond up, exact below.
 func short(d time.Duration) string {
@@ -317,7 +301,7 @@ func pct(f float64) string { return num(f * 100) }
 func num(f float64) string { return strconv.FormatFloat(f, 'g', 3, 64) }
 
 // percentFlag is a fraction given as "10%" or as 0.1, like
-// BudgetConfig.Percent.
+// budget.Config.Percent.
 type percentFlag float64
 
 func (p *percentFlag) String() string { return num(float64(*p)) }

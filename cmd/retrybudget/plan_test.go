@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 )
 
 // TestPlanGolden compares the whole text output for fixed inputs. Every
@@ -39,7 +39,7 @@ attempt  wait before it  earliest start  latest start  fits 30s deadline
 2        250ms .. 750ms  1.25s           1.75s         yes
 3        500ms .. 1.5s   2.75s           4.25s         yes
 
-worst case: the call ends at the latest 5.25s after it starts, giving up with ErrAttemptsExhausted after attempt 3
+worst case: the call ends at the latest 5.25s after it starts, giving up with attempts_exhausted after attempt 3
 amplification in a total outage: 1.1 attempts per call with the budget, 3 without it
   steady state: min(3, 1 + max(10%, 10 retries/s ÷ 100 first attempts/s)) = 1.1
 `,
@@ -62,11 +62,11 @@ attempt  wait before it  earliest start  latest start  fits 5s deadline
 2        100ms .. 300ms  1.1s            1.3s          yes
 3        200ms .. 600ms  2.3s            2.9s          yes
 4        400ms .. 1.2s   3.7s            5.1s          maybe
-5        800ms .. 2.4s   5.5s            8.5s          never: ErrDeadline
+5        800ms .. 2.4s   5.5s            8.5s          never: deadline
 maybe: sent only when the waits before it come out short enough; otherwise the call gives up at once with ErrDeadline
 never: never sent; the call gives up at once with ErrDeadline before it
 
-worst case: the call ends at the latest 5s after it starts, giving up with ErrDeadline after attempt 4
+worst case: the call ends at the latest 5s after it starts, giving up with deadline after attempt 4
 amplification in a total outage: 1.1 attempts per call with the budget, 4 without it
   steady state: min(4, 1 + max(10%, 10 retries/s ÷ 100 first attempts/s)) = 1.1
 `,
@@ -88,12 +88,12 @@ attempt  wait before it            earliest start  latest start  fits 5s deadlin
 1        -                         0s              0s            yes
 2        1s .. 1.1s (Retry-After)  2s              2.1s          yes
 3        1s .. 1.1s (Retry-After)  4s              4.2s          yes
-4        1s .. 1.2s (Retry-After)  6s              6.4s          never: ErrDeadline
-5        1s .. 2.4s (Retry-After)  8s              9.8s          never: ErrDeadline
-6        1.6s .. 4.8s              10.6s           15.6s         never: ErrDeadline
+4        1s .. 1.2s (Retry-After)  6s              6.4s          never: deadline
+5        1s .. 2.4s (Retry-After)  8s              9.8s          never: deadline
+6        1.6s .. 4.8s              10.6s           15.6s         never: deadline
 never: never sent; the call gives up at once with ErrDeadline before it
 
-worst case: the call ends at the latest 5s after it starts, giving up with ErrDeadline after attempt 3
+worst case: the call ends at the latest 5s after it starts, giving up with deadline after attempt 3
 amplification in a total outage: 1.1 attempts per call with the budget, 3 without it
   steady state: min(3, 1 + max(10%, 10 retries/s ÷ 100 first attempts/s)) = 1.1
 `,
@@ -108,16 +108,16 @@ amplification in a total outage: 1.1 attempts per call with the budget, 3 withou
   deadline         10s
   attempt timeout  none (every failing attempt assumed to take 1s)
   retry-after      1m30s on every failure (assumed)
-  budget           none (UnlimitedBudget)
+  budget           none (budget.Unlimited)
   first attempts   100/s (assumed)
 
 attempt  wait before it  earliest start  latest start  fits 10s deadline
 1        -               0s              0s            yes
-2        -               -               -             never: ErrWaitTooLong
-3        -               -               -             never: ErrWaitTooLong
+2        -               -               -             never: wait_too_long
+3        -               -               -             never: wait_too_long
 never: the Retry-After 1m30s is longer than MaxWait 1m0s, so the call gives up at once after attempt 1 with ErrWaitTooLong
 
-worst case: the call ends at the latest 1s after it starts, giving up with ErrWaitTooLong after attempt 1
+worst case: the call ends at the latest 1s after it starts, giving up with wait_too_long after attempt 1
 amplification in a total outage: 1 attempt per call (no budget)
 `,
 		},
@@ -139,7 +139,7 @@ attempt  wait before it  earliest start  latest start  fits 10s deadline
 2        250ms .. 750ms  2.25s           2.75s         yes
 3        500ms .. 1.5s   4.75s           6.25s         yes
 
-worst case: the call ends at the latest 8.25s after it starts, giving up with ErrDeadline after attempt 3
+worst case: the call ends at the latest 8.25s after it starts, giving up with deadline after attempt 3
 amplification in a total outage: 1.5 attempts per call with the budget, 3 without it
   steady state: min(3, 1 + max(5%, 10 retries/s ÷ 20 first attempts/s)) = 1.5
 `,
@@ -162,7 +162,7 @@ attempt  wait before it  earliest start  latest start  fits deadline
 2        1s              1.5s            1.5s          yes
 3        2s              4s              4s            yes
 
-worst case: the call ends at the latest 4.5s after it starts, giving up with ErrAttemptsExhausted after attempt 3
+worst case: the call ends at the latest 4.5s after it starts, giving up with attempts_exhausted after attempt 3
 amplification in a total outage: 1.1 attempts per call with the budget, 3 without it
   steady state: min(3, 1 + max(10%, 10 retries/s ÷ 100 first attempts/s)) = 1.1
 `,
@@ -278,12 +278,12 @@ func TestBudgetNote(t *testing.T) {
 	if n := budgetNote(nil); n != "" {
 		t.Errorf("nil Budget: %q", n)
 	}
-	if n := budgetNote(retrybudget.UnlimitedBudget{}); n != "" {
-		t.Errorf("UnlimitedBudget: %q", n)
+	if n := budgetNote(budget.Unlimited{}); n != "" {
+		t.Errorf("budget.Unlimited: %q", n)
 	}
-	n := budgetNote(retrybudget.NewLocalBudget(retrybudget.BudgetConfig{Percent: 0.5}))
-	if !strings.Contains(n, "*retrybudget.LocalBudget") || !strings.Contains(n, "default rule is assumed") {
-		t.Errorf("LocalBudget: %q", n)
+	n := budgetNote(budget.NewLocal(budget.Config{Percent: 0.5}))
+	if !strings.Contains(n, "*budget.Local") || !strings.Contains(n, "default rule is assumed") {
+		t.Errorf("budget.Local: %q", n)
 	}
 }
 

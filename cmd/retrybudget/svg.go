@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/plan"
 )
 
@@ -66,9 +67,9 @@ func writeSVG(w io.Writer, pl plan.Plan, source string) error {
 			svgLeft-8, mid, a.N)
 		note := a.Fit.String()
 		if a.Stop != nil {
-			note += ": " + errName(a.Stop)
+			note += ": " + retrybudget.ReasonCode(a.Stop)
 			fmt.Fprintf(&b, `<text class="never" x="%d" y="%d" fill="#888" dominant-baseline="middle">never sent: gives up with %s before it</text>`+"\n",
-				svgLeft+4, mid, errName(a.Stop))
+				svgLeft+4, mid, retrybudget.ReasonCode(a.Stop))
 		} else {
 			barY := mid - svgBarH/2
 			runEnd := cut(a.Latest + p.AttemptDuration)
@@ -109,7 +110,7 @@ func writeSVG(w io.Writer, pl plan.Plan, source string) error {
 	fy := axisY + 42
 	fmt.Fprintf(&b, `<text x="10" y="%d" fill="#444">dark bar: when the attempt can start (orange: it may miss the deadline); light bar: when it can be running</text>`+"\n", fy)
 	fmt.Fprintf(&b, `<text x="10" y="%d">worst case: the call ends at the latest %s after it starts, giving up with %s after attempt %d</text>`+"\n",
-		fy+18, esc(short(pl.GiveUp)), errName(pl.Reason), pl.Sendable)
+		fy+18, esc(short(pl.GiveUp)), retrybudget.ReasonCode(pl.Reason), pl.Sendable)
 	amp := fmt.Sprintf("total outage: %s per call with the budget (steady state, %g first attempts/s), %d without it",
 		attempts(pl.Amplification), p.FirstAttemptsPerSec, pl.Sendable)
 	if p.NoBudget {

@@ -77,12 +77,12 @@ func TestSVG(t *testing.T) {
 		{
 			name: "stripe with a deadline", args: []string{"--preset", "stripe", "--deadline", "30s"},
 			starts: 3, deadlines: 1,
-			has: []string{"preset stripe (api.stripe.com)", "deadline 30s", "gives up by 5.25s", "ErrAttemptsExhausted after attempt 3"},
+			has: []string{"preset stripe (api.stripe.com)", "deadline 30s", "gives up by 5.25s", "attempts_exhausted after attempt 3"},
 		},
 		{
 			name: "attempts past the deadline get no bar", args: []string{"--max-attempts", "6", "--deadline", "5s"},
 			starts: 4, never: 2, deadlines: 1,
-			has: []string{"maybe", "never: ErrDeadline", "ErrDeadline after attempt 4"},
+			has: []string{"maybe", "never: deadline", "deadline after attempt 4"},
 		},
 		{
 			name: "no deadline, no deadline line", args: []string{"--max-attempts", "2"},
@@ -92,7 +92,7 @@ func TestSVG(t *testing.T) {
 		{
 			name: "Retry-After beyond MaxWait", args: []string{"--retry-after", "2m", "--no-budget"},
 			starts: 1, never: 3,
-			has: []string{"never: ErrWaitTooLong", "1 attempt per call (no budget)"},
+			has: []string{"never: wait_too_long", "1 attempt per call (no budget)"},
 		},
 	}
 	for _, tc := range tests {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/idempotency"
+	"github.com/retrybudget/retrybudget/rateheader"
 )
 
 // activation is one campaign revision activated on an audience.
@@ -57,7 +58,7 @@ func (s *service) activate(w http.ResponseWriter, r *http.Request) {
 			"campaign_id and audience_id are required and revision must be at least 1.", 0)
 		return
 	}
-	inbound, _ := idempotency.ActionFrom(r.Context())
+	inbound, _ := idempotency.InboundFrom(r.Context())
 	// The ID is a function of the action, so a run repeated after a
 	// failure (Config.RerunUncertain) creates the same activation, not a
 	// second one.
@@ -126,7 +127,7 @@ func (s *service) sync(r *http.Request, a activation) (string, time.Duration, er
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 		wait := until(out.RetryAt)
 		if wait == 0 {
-			if at, ok := retrybudget.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			if at, ok := rateheader.ParseRetryAfter(resp.Header, time.Now()); ok {
 				wait = until(at)
 			}
 		}

@@ -33,7 +33,7 @@ const inboundLease = 10 * time.Second
 func newApp(cfg appConfig) http.Handler {
 	svc := &service{
 		client: &http.Client{Transport: retrybudget.New(retrybudget.Config{
-			Ledger: cfg.store,
+			Ledger: retrybudget.LedgerConfig{Store: cfg.store},
 			// The destination deduplicates by Idempotency-Key.
 			KeysHonoured: true,
 			MaxAttempts:  3,

@@ -124,7 +124,12 @@ func openStore(ctx context.Context, addr string) (ledger.Store, func(), error) {
 		_ = client.Close()
 		return nil, nil, fmt.Errorf("redis %s: %w", addr, err)
 	}
-	return ledger.NewRedis(client, ledger.RedisConfig{Prefix: "activation:ledger:"}), func() { _ = client.Close() }, nil
+	store, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: "activation:ledger:"})
+	if err != nil {
+		_ = client.Close()
+		return nil, nil, err
+	}
+	return store, func() { _ = client.Close() }, nil
 }
 
 // ledgerName describes the ledger for the startup log.

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
 )
 
 // options configure one run of the demo.
@@ -93,7 +94,7 @@ func run(ctx context.Context, opts options) (*summary, error) {
 		// budget (10% of first attempts) would refuse many of the retries
 		// this demo is about. Try -budget 0.1 to watch it protect the
 		// provider instead.
-		Budget:   retrybudget.NewLocalBudget(retrybudget.BudgetConfig{Percent: opts.budget}),
+		Budget:   budget.NewLocal(budget.Config{Percent: opts.budget}),
 		Observer: t.observer(),
 	})
 	// No Client.Timeout: it would hide the Outcome; the context deadline of

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -199,35 +197,13 @@ func countReasons(gaveUp []result) []reasonCount {
 	return counts
 }
 
-// reasonName names why the Transport stopped, matching the sentinel with
-// errors.Is.
+// reasonName names why the Transport stopped: its reason code
+// (retrybudget.ReasonCode), the one otelretry and the planner print.
 func reasonName(err error) string {
-	switch {
-	case errors.Is(err, retrybudget.ErrWaitTooLong):
-		return "wait too long (Retry-After > MaxWait)"
-	case errors.Is(err, retrybudget.ErrAttemptsExhausted):
-		return "attempts exhausted"
-	case errors.Is(err, retrybudget.ErrBudgetExhausted):
-		return "retry budget exhausted"
-	case errors.Is(err, retrybudget.ErrThrottled):
-		return "throttled locally"
-	case errors.Is(err, retrybudget.ErrRateLimited):
-		return "rate limit wait too long"
-	case errors.Is(err, retrybudget.ErrLimiter):
-		return "rate limiter unavailable"
-	case errors.Is(err, retrybudget.ErrDeadline):
-		return "retry would miss the deadline"
-	case errors.Is(err, retrybudget.ErrUncertain):
-		return "uncertain: reconcile first"
-	case errors.Is(err, retrybudget.ErrBodyNotReplayable):
-		return "body not replayable"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "context deadline exceeded"
-	case err == nil:
+	if err == nil {
 		return "none"
-	default:
-		return err.Error()
 	}
+	return retrybudget.ReasonCode(err)
 }
 
 // retryAt shows when to come back, as a clock time and as a wait from now.

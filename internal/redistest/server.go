@@ -40,7 +40,8 @@ type Server struct {
 	bin     string // path of redis-server
 	dir     string // --dir; in a cluster shared by all nodes
 	port    int
-	cluster bool // start with cluster mode enabled
+	cluster bool     // start with cluster mode enabled
+	extra   []string // more arguments, after the defaults (see StartWith)
 }
 
 // process is one run of redis-server.
@@ -73,6 +74,12 @@ func Start(t testing.TB) *Server {
 // kill with t.Cleanup.
 func startServer(t testing.TB, bin, dir string, cluster bool) (*Server, error) {
 	t.Helper()
+	return startServerWith(t, bin, dir, nil, cluster)
+}
+
+// startServerWith is startServer with extra arguments.
+func startServerWith(t testing.TB, bin, dir string, extra []string, cluster bool) (*Server, error) {
+	t.Helper()
 	var lastErr error
 	for range maxStartAttempts {
 		ports, err := freePorts(1, cluster)
@@ -86,6 +93,7 @@ func startServer(t testing.TB, bin, dir string, cluster bool) (*Server, error) {
 			dir:     dir,
 			port:    ports[0],
 			cluster: cluster,
+			extra:   extra,
 		}
 		s.mu.Lock()
 		lastErr = s.launchLocked()
@@ -112,6 +120,7 @@ func (s *Server) args() []string {
 		"--daemonize", "no", // the process must stay our child to be killed and reaped
 		"--logfile", "", // log to stdout, which launchLocked captures for errors
 	}
+	a = append(a, s.extra...)
 	if s.cluster {
 		a = append(a,
 			"--cluster-enabled", "yes",

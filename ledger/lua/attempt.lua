@@ -4,12 +4,20 @@
 -- KEYS[1] the record hash
 -- ARGV[1] fencing token
 -- ARGV[2] class
+-- ARGV[3] attempts kept (Config.MaxAttempts)
 --
 -- Returns {n, now ms, owner}, or 0 when the token is not current.
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function int(n) return string.format('%d', n) end
+-- Keep the newest ARGV[3] attempts: drop the ones before them, stopping
+-- at the first already gone.
+local function trim(n)
+  for i = n - tonumber(ARGV[3]), 1, -1 do
+    if redis.call('HDEL', KEYS[1], 'a' .. int(i)) == 0 then break end
+  end
+end
 
 local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow')
 if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
@@ -17,4 +25,5 @@ if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
 local n = redis.call('HINCRBY', KEYS[1], 'na', 1)
 local a = cjson.encode({at = int(now), class = ARGV[2], owner = f[3], token = f[2]})
 redis.call('HSET', KEYS[1], 'a' .. int(n), a)
+trim(n)
 return {n, int(now), f[3]}

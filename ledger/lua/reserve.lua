@@ -11,6 +11,7 @@
 -- ARGV[7]  keys honoured "1" or "0"
 -- ARGV[8]  tenant, ARGV[9] operation, ARGV[10] key (stored, never in a key name)
 -- ARGV[11] first fencing token, used only when creating
+-- ARGV[12] attempts kept (Config.MaxAttempts)
 --
 -- Returns {verdict, stored state, lease expired "1"/"0", now ms, token,
 -- then the record's fields and values as HGETALL gives them}. The Go side
@@ -24,6 +25,13 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 -- %d, not tostring: tostring prints only 14 significant digits.
 local function int(n) return string.format('%d', n) end
+-- Keep the newest ARGV[12] attempts: drop the ones before them, stopping
+-- at the first already gone.
+local function trim(n)
+  for i = n - tonumber(ARGV[12]), 1, -1 do
+    if redis.call('HDEL', KEYS[1], 'a' .. int(i)) == 0 then break end
+  end
+end
 
 local f = redis.call('HMGET', KEYS[1], 'st', 'fp', 'tok', 'lu', 'ea', 'na')
 local st = f[1] or 'absent'
@@ -80,6 +88,7 @@ if token ~= '0' then
   redis.call('HSET', KEYS[1], 'st', 'in-progress', 'ow', ARGV[2], 'tok', token,
     'lu', int(lu), 'ea', int(ea), 'na', int(n), 'a' .. int(n), a)
   redis.call('HDEL', KEYS[1], 'rs')
+  trim(n)
   -- The lease extends the retention: a record must outlive its owner.
   redis.call('PEXPIREAT', KEYS[1], int(ea))
 end

@@ -1,0 +1,150 @@
+package retrybudget
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// sent is what the call loop needs to know of one attempt.
+type sent struct {
+	resp *http.Response
+	err  error
+	cls  Classification
+	// cancel releases the attempt's context once the response is done
+	// with.
+	cancel context.CancelFunc
+	// bodyErr reports that the body could not be produced (GetBody
+	// failed), so nothing was sent.
+	bodyErr bool
+	// resends is how many more times net/http wrote the request on its
+	// own within the attempt (see send).
+	resends int
+	// start and end bound the attempt, by the Transport's clock.
+	start, end time.Time
+}
+
+// send sends one attempt and classifies it. It also accounts for the
+// writes net/http made on its own: net/http re-sends a request it deems
+// replayable (one with an Idempotency-Key header and GetBody) when a reused
+// connection breaks, even after the request was written; each such write
+// may have been applied, so the call loop counts it as an attempt and the
+// outcome as maybe-applied.
+func (c *call) send() sent {
+	start := c.t.clock.Now()
+	areq, tr, cancel, err := c.newAttemptRequest(start)
+	if err != nil {
+		return sent{err: err, cancel: cancel, bodyErr: true}
+	}
+	resp, err := c.t.cfg.Base.RoundTrip(areq)
+	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Now: c.t.clock.Now()}
+	s := sent{resp: resp, err: err, cancel: cancel, start: start, end: c.res.Now}
+	if tr != nil {
+		// A Base that emits no httptrace events (a wrapper, a mock) gives
+		// no facts: then nothing is known and the conservative rules apply.
+		c.res.Traced = tr.started.Load()
+		c.res.Connected, c.res.Written = tr.connected.Load(), tr.writes.Load() > 0
+		s.resends = max(int(tr.writes.Load())-1, 0)
+	}
+	s.cls = c.t.cfg.Classifier.Classify(&c.res)
+	return s
+}
+
+// report tells the gates and the Observer about one attempt: the limiter
+// may pause the boundary, the ledger records the send, the Throttle counts
+// it. It writes nothing of the Outcome.
+func (c *call) report(a *sent) {
+	ctx := c.req.Context()
+	if c.limit.lim != nil {
+		c.limit.cooldown(ctx, a.cls)
+	}
+	if c.led != nil {
+		c.led.attempt(ctx, a.cls.Class)
+	}
+	if th := c.t.cfg.Throttle; th != nil {
+		th.Record(c.dest, a.end, a.cls.Class == ClassSuccess || a.cls.Class == ClassBusiness)
+	}
+	if obs := c.t.cfg.Observer.Attempt; obs != nil {
+		ev := AttemptEvent{Request: c.req, Route: c.t.route, Attempt: c.out.Attempts, Key: c.out.Key,
+			Class: a.cls.Class, Err: a.err, Start: a.start, Duration: a.end.Sub(a.start)}
+		if a.resp != nil {
+			ev.StatusCode = a.resp.StatusCode
+		}
+		obs(ev)
+	}
+}
+
+// newAttemptRequest builds the request of one attempt. The caller's request
+// is sent as is when nothing differs; otherwise a shallow copy carries the
+// key header, a fresh body and the attempt's context.
+func (c *call) newAttemptRequest(now time.Time) (*http.Request, *attemptTrace, context.CancelFunc, error) {
+	body, err := c.body.next()
+	if err != nil {
+		return nil, nil, func() {}, fmt.Errorf("retrybudget: GetBody: %w", err)
+	}
+	ctx, cancel := c.attemptContext(now)
+	var tr *attemptTrace
+	if c.traced {
+		tr = &attemptTrace{}
+		ctx = httptrace.WithClientTrace(ctx, tr.clientTrace())
+	}
+	if ctx == c.req.Context() && body == c.req.Body && !c.headerCopied {
+		return c.req, tr, cancel, nil
+	}
+	areq := c.req.WithContext(ctx)
+	areq.Header = c.header
+	areq.Body = body
+	areq.ContentLength = c.body.length
+	areq.GetBody = c.body.getBody
+	if !c.repeatable {
+		// net/http re-sends by itself a request it deems replayable (an
+		// Idempotency-Key header and GetBody, or no body), even after it
+		// was written. A request that is not safe to repeat must not be:
+		// no GetBody, and a non-nil body even when empty (net/http still
+		// sends it as Content-Length: 0).
+		areq.GetBody = nil
+		if areq.Body == nil || areq.Body == http.NoBody {
+			areq.Body = io.NopCloser(strings.NewReader(""))
+		}
+	}
+	return areq, tr, cancel, nil
+}
+
+// attemptContext bounds an attempt by AttemptTimeout and the call's own
+// deadline (the context's deadline already applies by itself).
+func (c *call) attemptContext(now time.Time) (context.Context, context.CancelFunc) {
+	ctx := c.req.Context()
+	var dl time.Time
+	if c.t.cfg.Deadline > 0 {
+		dl = c.deadline
+	}
+	if t := c.t.cfg.AttemptTimeout; t > 0 && (dl.IsZero() || now.Add(t).Before(dl)) {
+		dl = now.Add(t)
+	}
+	if dl.IsZero() {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, dl)
+}
+
+// attemptTrace records what net/http/httptrace saw of one attempt. The
+// flags are set from the transport's goroutines, possibly after RoundTrip
+// returned, hence atomics.
+type attemptTrace struct {
+	started   atomic.Bool // GetConn fired: the base traces
+	connected atomic.Bool
+	writes    atomic.Int32
+}
+
+func (tr *attemptTrace) clientTrace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GetConn:      func(string) { tr.started.Store(true) },
+		GotConn:      func(httptrace.GotConnInfo) { tr.connected.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { tr.writes.Add(1) },
+	}
+}

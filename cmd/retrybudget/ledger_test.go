@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/internal/redistest"
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// TestLedgerCommandRedis drives list, show and resolve against a real
+// Redis: an action whose owner died is listed as stuck, resolved as
+// completed with a fresh fencing token, after which the dead owner's token
+// no longer completes it and a request replays the operator's outcome.
+func TestLedgerCommandRedis(t *testing.T) {
+	client := redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	opt := client.Options()
+	url := "redis://" + opt.Addr + "/" + strconv.Itoa(opt.DB) + "?prefix=" + prefix
+	if opt.Password != "" {
+		t.Skip("the test builds a URL without the password")
+	}
+	s, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := ledger.Key{Tenant: "acme", Operation: "charge", Key: "order-9"}
+	dead, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "dead", Lease: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := ledger.Key{Tenant: "acme", Operation: "charge", Key: "order-10"}
+	if _, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: live, Fingerprint: "fp", Lease: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"ledger"}, args...), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+
+	var listed []ledger.Record
+	deadline := time.Now().Add(10 * time.Second)
+	for len(listed) == 0 { // the dead owner's lease runs out on the server's clock
+		if time.Now().After(deadline) {
+			t.Fatal("the dead owner's action was never listed as stuck")
+		}
+		code, out, errs := cli("list", "--url", url, "--state", "in-progress")
+		if code != 0 {
+			t.Fatalf("list: %d %s", code, errs)
+		}
+		if err := json.Unmarshal([]byte(out), &listed); err != nil {
+			t.Fatalf("list output %q: %v", out, err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling period
+	}
+	if len(listed) != 1 || listed[0].Key != k {
+		t.Fatalf("listed %+v, want only the stuck action", listed)
+	}
+	if code, out, _ := cli("list", "--url", url, "--state", "uncertain"); code != 0 || strings.TrimSpace(out) != "null" {
+		t.Fatalf("list uncertain: %d %q", code, out)
+	}
+
+	if code, _, errs := cli("resolve", "--url", url, "--tenant", "acme", "--operation", "charge", "--key", "order-10", "--failed"); code != 1 || !strings.Contains(errs, "not the action's owner") {
+		t.Fatalf("resolving a live action: %d %s", code, errs)
+	}
+	if code, out, errs := cli("resolve", "--url", url, "--tenant", "acme", "--operation", "charge", "--key", "order-9",
+		"--completed", "--status", "201", "--body", `{"id":"ch_9"}`); code != 0 {
+		t.Fatalf("resolve: %d %s %s", code, out, errs)
+	}
+	if err := s.Complete(t.Context(), k, dead.Token, ledger.Outcome{Status: 500}); err == nil {
+		t.Fatal("the dead owner's token still completes the resolved action")
+	}
+	code, out, errs := cli("show", "--url", url, "--tenant", "acme", "--operation", "charge", "--key", "order-9")
+	var shown ledger.Record
+	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || shown.State != ledger.StateCompleted || string(shown.Outcome.Body) != `{"id":"ch_9"}` {
+		t.Fatalf("show: %d %s %s", code, out, errs)
+	}
+	replay, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: k, Fingerprint: "fp"})
+	if err != nil || replay.Verdict != ledger.VerdictReplayed || replay.Record.Outcome.Status != 201 {
+		t.Fatalf("after resolve: %s %v", replay.Verdict, err)
+	}
+}
+
+func TestLedgerCommandUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"ledger"},
+		{"ledger", "bogus"},
+		{"ledger", "list"},
+		{"ledger", "show", "--url", "redis://127.0.0.1:1"},
+		{"ledger", "resolve", "--url", "redis://127.0.0.1:1", "--key", "k"},
+		{"ledger", "list", "--url", "postgres://x/y"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 2 || errb.Len() == 0 {
+			t.Errorf("%q: exit %d, stderr %q; want 2 with a message", args, code, errb.String())
+		}
+	}
+}

@@ -1,0 +1,22 @@
+package ctxsleep
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestSleep(t *testing.T) {
+	if err := Sleep(context.Background(), time.Millisecond); err != nil {
+		t.Fatalf("Sleep: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep on an ended context: %v, want context.Canceled", err)
+	}
+	if err := Sleep(ctx, 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep(0) on an ended context: %v", err)
+	}
+}

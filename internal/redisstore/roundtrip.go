@@ -1,0 +1,37 @@
+package redisstore
+
+import (
+	"context"
+	"time"
+)
+
+// RoundTrip runs fn with a context bounded by timeout and returns its
+// result. With detached (a client that does not honour context deadlines,
+// see HonoursContext) fn runs in a goroutine and RoundTrip returns when the
+// deadline passes even if fn has not: the client ignores the deadline once
+// a command is on the wire, so a stalled server would otherwise hold the
+// caller for the client's ReadTimeout. That goroutine ends when the client
+// gives up, and its result is dropped.
+func RoundTrip[T any](ctx context.Context, timeout time.Duration, detached bool, fn func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if !detached {
+		return fn(ctx)
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case res := <-done:
+		return res.v, res.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}

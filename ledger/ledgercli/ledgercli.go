@@ -1,0 +1,196 @@
+// Package ledgercli is the operator's command line over a ledger.Store:
+// "ledger list", "ledger show" and "ledger resolve", shared by the
+// retrybudget command (Redis) and the retrybudget-pg command of the
+// PostgreSQL module, so that the core's go.mod never needs an SQL driver.
+package ledgercli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// Opener opens the store a URL names. close releases it.
+type Opener func(ctx context.Context, url string) (s ledger.Store, close func(), err error)
+
+// Timeout bounds one command's work against the store.
+const Timeout = 30 * time.Second
+
+// Run runs "ledger <list|show|resolve> [flags]" (args without the word
+// "ledger") against the store open returns for --url, or the environment
+// variable RETRYBUDGET_LEDGER_URL, and returns the exit status: 0 on
+// success, 1 when the store refused or failed, 2 for a usage error.
+func Run(args []string, stdout, stderr io.Writer, open Opener) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	fs := flag.NewFlagSet("ledger "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("url", os.Getenv("RETRYBUDGET_LEDGER_URL"), "the store's URL (default $RETRYBUDGET_LEDGER_URL)")
+	var k ledger.Key
+	key := func() {
+		fs.StringVar(&k.Tenant, "tenant", "", "the action's tenant")
+		fs.StringVar(&k.Operation, "operation", "", "the action's operation")
+		fs.StringVar(&k.Key, "key", "", "the action's idempotency key")
+	}
+	var (
+		state                      *string
+		limit                      *int
+		completed, failed          *bool
+		status                     *int
+		body, reason, owner, ctype *string
+	)
+	switch args[0] {
+	case "list":
+		state = fs.String("state", "stuck", "uncertain, in-progress (lease run out) or stuck (both)")
+		limit = fs.Int("limit", 100, "at most this many records; 0 means all")
+	case "show":
+		key()
+	case "resolve":
+		key()
+		completed = fs.Bool("completed", false, "the destination performed the action: store --status and --body as its outcome")
+		failed = fs.Bool("failed", false, "the destination never performed the action: the next request runs it again")
+		status = fs.Int("status", 200, "with --completed, the outcome's HTTP status")
+		body = fs.String("body", "", "with --completed, the outcome's body")
+		ctype = fs.String("content-type", "application/json", "with --completed, the outcome's Content-Type")
+		reason = fs.String("reason", "resolved by an operator", "kept with the record")
+		host, _ := os.Hostname()
+		owner = fs.String("owner", "operator@"+host, "the owner named in the record")
+	case "help", "-h", "--help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "retrybudget ledger: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *url == "" {
+		fmt.Fprintln(stderr, "retrybudget ledger: --url (or RETRYBUDGET_LEDGER_URL) is required")
+		return 2
+	}
+	if (args[0] == "show" || args[0] == "resolve") && k.Key == "" {
+		fmt.Fprintln(stderr, "retrybudget ledger: --key is required")
+		return 2
+	}
+	if args[0] == "resolve" && *completed == *failed {
+		fmt.Fprintln(stderr, "retrybudget ledger resolve: give exactly one of --completed and --failed")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	s, closeStore, err := open(ctx, *url)
+	if err != nil {
+		fmt.Fprintf(stderr, "retrybudget ledger: %v\n", err)
+		return 2
+	}
+	defer closeStore()
+
+	switch args[0] {
+	case "list":
+		err = list(ctx, s, *state, *limit, stdout)
+	case "show":
+		var r ledger.Record
+		if r, err = s.Get(ctx, k); err == nil {
+			err = printJSON(stdout, r)
+		}
+	case "resolve":
+		res := ledger.Resolution{State: ledger.StateFailed, Reason: *reason}
+		if *completed {
+			res = ledger.Resolution{State: ledger.StateCompleted, Outcome: ledger.Outcome{
+				Status: *status, Body: []byte(*body),
+				Header: map[string][]string{"Content-Type": {*ctype}},
+			}}
+		}
+		err = resolve(ctx, s, k, res, *owner, stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "retrybudget ledger %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+// list prints the stuck records Sweep returns that match state.
+func list(ctx context.Context, s ledger.Store, state string, limit int, w io.Writer) error {
+	keep := map[string]func(ledger.Record) bool{
+		"stuck":       func(ledger.Record) bool { return true },
+		"uncertain":   func(r ledger.Record) bool { return r.State == ledger.StateUncertain },
+		"in-progress": func(r ledger.Record) bool { return r.State == ledger.StateInProgress },
+	}[state]
+	if keep == nil {
+		return fmt.Errorf("%w: --state %q: want uncertain, in-progress or stuck", ledger.ErrInvalid, state)
+	}
+	// Sweep's limit counts both kinds; filter after reading them all.
+	recs, err := s.Sweep(ctx, 0)
+	if err != nil {
+		return err
+	}
+	var out []ledger.Record
+	for _, r := range recs {
+		if keep(r) && (limit <= 0 || len(out) < limit) {
+			out = append(out, r)
+		}
+	}
+	return printJSON(w, out)
+}
+
+// resolve settles one stuck action the way any owner would: it takes the
+// action over with Reserve (as a reconciler, under the stored
+// fingerprint, so it gets a fresh fencing token only if the action is
+// uncertain or its lease ran out), then completes or fails it with that
+// token. An action that is live, settled or absent is left alone.
+func resolve(ctx context.Context, s ledger.Store, k ledger.Key, res ledger.Resolution, owner string, w io.Writer) error {
+	rec, err := s.Get(ctx, k)
+	if err != nil {
+		return err
+	}
+	done := ledger.Reconcile(ctx, s, func(context.Context, ledger.Record) (ledger.Resolution, error) {
+		return res, nil
+	}, []ledger.Record{rec}, owner)
+	if len(done) != 1 {
+		return ctx.Err()
+	}
+	r := done[0]
+	if r.Err != nil {
+		return r.Err
+	}
+	if r.Verdict != ledger.VerdictReconcile {
+		return fmt.Errorf("%w: the action is %s (verdict %s): only an uncertain action or one whose lease ran out can be resolved",
+			ledger.ErrNotOwner, r.State, r.Verdict)
+	}
+	fmt.Fprintf(w, "resolved %s: %s\n", k.ID()[:12], strconv.Quote(r.State.String()))
+	return nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: retrybudget ledger <command> --url URL [flags]
+
+commands:
+  list      list stuck actions: --state uncertain|in-progress|stuck
+  show      print one action's record: --tenant T --operation O --key K
+  resolve   settle a stuck action as an owner would: --completed [--status --body] | --failed
+
+The URL may also come from RETRYBUDGET_LEDGER_URL.
+`)
+}

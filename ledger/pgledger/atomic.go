@@ -1,0 +1,104 @@
+package pgledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// txKey is the context key under which AtomicTx.Context stores the
+// transaction.
+type txKey struct{}
+
+// Tx returns the transaction an atomic owner does its effects in: the one
+// the idempotency middleware (with Config.Atomic) or BeginAtomic's
+// AtomicTx.Context put in ctx. Every write through it commits together
+// with the action's completed record, or not at all.
+func Tx(ctx context.Context) (pgx.Tx, bool) {
+	tx, ok := ctx.Value(txKey{}).(pgx.Tx)
+	return tx, ok
+}
+
+// BeginAtomic implements ledger.Atomic: it marks the owned action atomic
+// (so that, should its owner die, the expired lease means no effect and
+// the action is retried) in a statement of its own, then begins the
+// transaction. The transaction holds one connection of the pool until
+// Complete or Rollback.
+func (s *Store) BeginAtomic(ctx context.Context, k ledger.Key, token int64) (ledger.AtomicTx, error) {
+	if err := s.fencedExec(ctx, "markAtomic", k, token); err != nil {
+		return nil, err
+	}
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	tx, err := s.db.Begin(bctx)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: postgres begin: %w", err)
+	}
+	return &atomicTx{s: s, tx: tx, k: k, token: token}, nil
+}
+
+// atomicTx is one owner's transaction.
+type atomicTx struct {
+	s     *Store
+	tx    pgx.Tx
+	k     ledger.Key
+	token int64
+}
+
+func (a *atomicTx) Context(ctx context.Context) context.Context {
+	return context.WithValue(ctx, txKey{}, a.tx)
+}
+
+// Complete writes the outcome fenced by the token, then commits. The
+// UPDATE locks the record's row until the commit, so a concurrent Fail by
+// the same owner (after a lost commit answer) waits for the commit and
+// then finds the action completed or still in progress, never half-way.
+func (a *atomicTx) Complete(ctx context.Context, o ledger.Outcome) error {
+	args, err := a.s.outcomeArgs(o)
+	if err != nil {
+		a.rollback()
+		return err
+	}
+	ctx, cancel := a.s.bound(ctx)
+	defer cancel()
+	tag, err := a.tx.Exec(ctx, a.s.queries["complete"], append([]any{a.k.ID(), a.token}, args...)...)
+	switch {
+	case err != nil:
+		a.rollback()
+		return fmt.Errorf("ledger: postgres complete: %w", err)
+	case tag.RowsAffected() != 1:
+		a.rollback()
+		return ledger.NotOwner(a.k)
+	}
+	if err := a.tx.Commit(ctx); err != nil {
+		if errors.Is(err, pgx.ErrTxCommitRollback) {
+			// The server answered: it rolled back (the handler's
+			// statement failed and left the transaction aborted).
+			return fmt.Errorf("ledger: postgres commit: %w", err)
+		}
+		return fmt.Errorf("ledger: postgres commit: %w: %w", ledger.ErrCommitUnknown, err)
+	}
+	return nil
+}
+
+func (a *atomicTx) Rollback(ctx context.Context) error {
+	ctx, cancel := a.s.bound(ctx)
+	defer cancel()
+	if err := a.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		return fmt.Errorf("ledger: postgres rollback: %w", err)
+	}
+	return nil
+}
+
+// rollback abandons the transaction after a failure, when its error is
+// the one to report.
+func (a *atomicTx) rollback() {
+	ctx, cancel := context.WithTimeout(context.Background(), a.s.cfg.timeout())
+	defer cancel()
+	_ = a.tx.Rollback(ctx)
+}
+
+var _ ledger.Atomic = (*Store)(nil)

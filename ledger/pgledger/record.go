@@ -1,0 +1,107 @@
+package pgledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// meta is what a row holds beside the ledger.Record.
+type meta struct {
+	token       int64
+	granted     string
+	grantedFrom string
+	atomic      bool
+	// stateErr is ErrCorrupt for a state this version cannot read, which
+	// Reserve still decides on (as uncertain) before reporting it.
+	stateErr error
+}
+
+// storedAttempt is one history entry as attemptJSON builds it.
+type storedAttempt struct {
+	N     int    `json:"n"`
+	At    int64  `json:"at"` // Unix microseconds
+	Class string `json:"class"`
+	Owner string `json:"owner"`
+	Token int64  `json:"token"`
+}
+
+// row is what pgx.Row and pgx.Rows share.
+type row interface{ Scan(dest ...any) error }
+
+// scanRecord reads the columns of columns, then extra.
+func scanRecord(r row, extra ...any) (ledger.Record, meta, error) {
+	var (
+		rec          ledger.Record
+		m            meta
+		id, state    string
+		lease        *time.Time
+		attempts     []byte
+		attemptCount int
+		status       *int
+		header, body []byte
+		bodyHash     *string
+		bodyLen      *int64
+		bodyOmitted  *bool
+	)
+	dest := []any{&id, &rec.Key.Tenant, &rec.Key.Operation, &rec.Key.Key, &rec.Fingerprint, &state,
+		&rec.Owner, &m.token, &lease, &rec.Reason, &rec.CreatedAt, &rec.ExpiresAt, &attempts, &attemptCount,
+		&m.granted, &m.grantedFrom, &m.atomic, &status, &header, &body, &bodyHash, &bodyLen, &bodyOmitted}
+	if err := r.Scan(append(dest, extra...)...); err != nil {
+		return ledger.Record{}, meta{}, err
+	}
+	for _, e := range extra {
+		if t, ok := e.(*time.Time); ok {
+			*t = norm(*t)
+		}
+	}
+	rec.CreatedAt, rec.ExpiresAt = norm(rec.CreatedAt), norm(rec.ExpiresAt)
+	if lease != nil {
+		rec.LeaseUntil = norm(*lease)
+	}
+	st, err := ledger.ParseState(state)
+	if err != nil || st == ledger.StateAbsent || st == ledger.StateExpired {
+		m.stateErr = fmt.Errorf("%w: state %q", ledger.ErrCorrupt, state)
+	}
+	rec.State = st
+	var as []storedAttempt
+	if err := json.Unmarshal(attempts, &as); err != nil {
+		return ledger.Record{}, meta{}, fmt.Errorf("%w: attempts: %v", ledger.ErrCorrupt, err)
+	}
+	for _, a := range as {
+		rec.Attempts = append(rec.Attempts, ledger.Attempt{N: a.N, At: time.UnixMicro(a.At), Class: a.Class, Owner: a.Owner, Token: a.Token})
+	}
+	if rec.State == ledger.StateCompleted {
+		if status == nil || bodyHash == nil || bodyLen == nil || bodyOmitted == nil {
+			return ledger.Record{}, meta{}, fmt.Errorf("%w: completed without an outcome", ledger.ErrCorrupt)
+		}
+		o := &ledger.Outcome{Status: *status, BodyHash: *bodyHash, BodyLen: *bodyLen, BodyOmitted: *bodyOmitted}
+		if err := json.Unmarshal(header, &o.Header); err != nil {
+			return ledger.Record{}, meta{}, fmt.Errorf("%w: header: %v", ledger.ErrCorrupt, err)
+		}
+		if o.Header == nil {
+			o.Header = http.Header{}
+		}
+		if !o.BodyOmitted {
+			o.Body = body
+			if o.Body == nil {
+				o.Body = []byte{}
+			}
+		}
+		rec.Outcome = o
+	}
+	return rec, m, nil
+}
+
+// norm gives every time the store returns one representation, Unix
+// microseconds (PostgreSQL's precision) in the local zone, so records
+// compare equal however they were read.
+func norm(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return time.UnixMicro(t.UnixMicro())
+}

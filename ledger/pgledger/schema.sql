@@ -1,0 +1,58 @@
+-- schema.sql creates the PostgreSQL ledger's one table. Migrate runs it in
+-- one transaction under an advisory lock, with {{table}} replaced by the
+-- quoted, schema-qualified table name and {{expires_idx}}, {{stuck_idx}} by
+-- quoted index names (indexes live in the table's schema). Every statement is
+-- idempotent, so running it again is harmless.
+
+CREATE TABLE IF NOT EXISTS {{table}} (
+  -- id is ledger.Key.ID, the hex SHA-256 of the length-prefixed tenant,
+  -- operation and key: the action's identity. Its primary key is the
+  -- unique constraint every reservation is decided on (INSERT ... ON
+  -- CONFLICT (id)), so two owners can never both create an action.
+  id            text        PRIMARY KEY,
+  tenant        text        NOT NULL,
+  operation     text        NOT NULL,
+  action_key    text        NOT NULL,
+  fingerprint   text        NOT NULL,
+  -- state is ledger.State.String: in-progress, completed, failed, uncertain.
+  state         text        NOT NULL,
+  owner         text        NOT NULL DEFAULT '',
+  -- token is the fencing token; takeovers add one.
+  token         bigint      NOT NULL,
+  -- lease_until is set only while in progress. Leases and expiries are
+  -- judged by the database's clock (now()), shared by every client.
+  lease_until   timestamptz,
+  reason        text        NOT NULL DEFAULT '',
+  created_at    timestamptz NOT NULL,
+  -- expires_at ends the retention; a record past it is treated as absent
+  -- at once and deleted by Purge.
+  expires_at    timestamptz NOT NULL,
+  -- attempts is the history, oldest first, as JSON objects
+  -- {n, at (Unix microseconds), class, owner, token}; attempt_count counts
+  -- every attempt ever made, including any dropped by the cap.
+  attempts      jsonb       NOT NULL DEFAULT '[]',
+  attempt_count integer     NOT NULL DEFAULT 0,
+  -- granted is the verdict of the last ownership grant and granted_from the
+  -- stored state it was decided on, so Reserve can re-check the decision
+  -- with ledger.Resolve.
+  granted       text        NOT NULL DEFAULT '',
+  granted_from  text        NOT NULL DEFAULT '',
+  -- atomic marks an action whose owner does its effects only inside the
+  -- transaction that completes it (Store.BeginAtomic): if its lease runs
+  -- out, no effect happened and the action may simply run again.
+  atomic        boolean     NOT NULL DEFAULT false,
+  -- The outcome, set once completed.
+  status        integer,
+  header        jsonb,
+  body          bytea,
+  body_hash     text,
+  body_len      bigint,
+  body_omitted  boolean
+);
+
+-- Purge deletes by expiry, oldest first.
+CREATE INDEX IF NOT EXISTS {{expires_idx}} ON {{table}} (expires_at);
+
+-- Sweep reads only stuck candidates, oldest lease first.
+CREATE INDEX IF NOT EXISTS {{stuck_idx}} ON {{table}} (lease_until NULLS FIRST, created_at, id)
+  WHERE state IN ('in-progress', 'uncertain');

@@ -1,0 +1,167 @@
+package pgledger
+
+import "strings"
+
+// The statements, written once with {{table}} for the table's quoted name.
+// Every time comes from now(), the database's clock: in a statement of its
+// own, now() is that statement's start, so one decision sees one instant.
+//
+// Parameters shared by the reservation statements:
+//
+//	$1 id  $2 tenant  $3 operation  $4 key  $5 fingerprint  $6 owner
+//	$7 lease ms  $8 retention ms  $9 limited  $10 reconciler
+//	$11 keys honoured  $12 first token of a new record
+//	$13 attempts kept (ledger.Config.MaxAttempts)
+
+// columns is every column a record is read from, in scanRecord's order.
+const columns = `id, tenant, operation, action_key, fingerprint, state, owner, token,
+  lease_until, reason, created_at, expires_at, attempts, attempt_count,
+  granted, granted_from, atomic, status, header, body, body_hash, body_len, body_omitted`
+
+// effState is the state the decision sees: a stored state, except that an
+// atomic action whose lease ran out counts as failed, because its effects
+// were rolled back with its transaction.
+const effState = `(CASE WHEN r.state = 'in-progress' AND r.atomic AND r.lease_until <= now()
+  THEN 'failed' ELSE r.state END)`
+
+// verdict is ledger.Resolve over an existing row r, as SQL. Go re-checks
+// every grant against Resolve (see Store.Reserve), so this and resolve.go
+// cannot drift silently.
+var verdict = strings.NewReplacer("{{eff}}", effState).Replace(`(CASE
+  WHEN r.expires_at < now() THEN (CASE WHEN $9 THEN 'delayed' ELSE 'created' END)
+  WHEN {{eff}} NOT IN ('in-progress', 'completed', 'failed', 'uncertain') THEN 'uncertain'
+  WHEN r.fingerprint <> $5 THEN 'conflict'
+  WHEN {{eff}} = 'completed' THEN 'replayed'
+  WHEN {{eff}} = 'failed' THEN (CASE WHEN $9 THEN 'delayed' ELSE 'retry' END)
+  WHEN {{eff}} = 'in-progress' AND r.lease_until > now() THEN 'pending'
+  WHEN $10 THEN 'reconcile'
+  WHEN $11 THEN (CASE WHEN $9 THEN 'delayed' ELSE 'resend' END)
+  ELSE 'uncertain'
+END)`)
+
+// owns is true when verdict hands the action to the caller.
+var owns = verdict + ` IN ('created', 'retry', 'resend', 'reconcile')`
+
+// attemptJSON builds one history entry.
+const attemptJSON = `jsonb_build_object('n', %s, 'at', (extract(epoch FROM now()) * 1000000)::bigint,
+  'class', %s, 'owner', %s, 'token', %s)`
+
+// takeover is the SET list of a grant over an existing row r: a fresh
+// record when r has expired, else the next token, a lease and one more
+// attempt, keeping the action's identity, creation time and history.
+// (In an UPDATE or ON CONFLICT's SET, r.col is the value before the
+// update.)
+var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_at < now()").Replace(`
+  tenant        = CASE WHEN {{expired}} THEN $2 ELSE r.tenant END,
+  operation     = CASE WHEN {{expired}} THEN $3 ELSE r.operation END,
+  action_key    = CASE WHEN {{expired}} THEN $4 ELSE r.action_key END,
+  fingerprint   = CASE WHEN {{expired}} THEN $5 ELSE r.fingerprint END,
+  state         = 'in-progress',
+  owner         = $6,
+  token         = CASE WHEN {{expired}} THEN $12 ELSE r.token + 1 END,
+  lease_until   = now() + $7::bigint * interval '1 millisecond',
+  reason        = '',
+  created_at    = CASE WHEN {{expired}} THEN now() ELSE r.created_at END,
+  expires_at    = greatest(CASE WHEN {{expired}} THEN now() + $8::bigint * interval '1 millisecond' ELSE r.expires_at END,
+                           now() + 2 * $7::bigint * interval '1 millisecond'),
+  attempts      = ` + capped(`CASE WHEN {{expired}} THEN '[]'::jsonb ELSE r.attempts END || `+
+	sprintf(attemptJSON, `CASE WHEN {{expired}} THEN 1 ELSE r.attempt_count + 1 END`, `{{v}}`, `$6::text`,
+		`CASE WHEN {{expired}} THEN $12 ELSE r.token + 1 END`), `$13`) + `,
+  attempt_count = CASE WHEN {{expired}} THEN 1 ELSE r.attempt_count + 1 END,
+  granted       = {{v}},
+  granted_from  = CASE WHEN {{expired}} THEN 'absent' ELSE {{eff}} END,
+  atomic        = false,
+  status = CASE WHEN {{expired}} THEN NULL ELSE r.status END,
+  header = CASE WHEN {{expired}} THEN NULL ELSE r.header END,
+  body = CASE WHEN {{expired}} THEN NULL ELSE r.body END,
+  body_hash = CASE WHEN {{expired}} THEN NULL ELSE r.body_hash END,
+  body_len = CASE WHEN {{expired}} THEN NULL ELSE r.body_len END,
+  body_omitted = CASE WHEN {{expired}} THEN NULL ELSE r.body_omitted END`)
+
+// reserveSQL reserves with one statement on the primary key: it creates
+// the record, or, on the conflict, takes the existing one over when the
+// decision owns it; otherwise it writes nothing and returns no row.
+var reserveSQL = `INSERT INTO {{table}} AS r (id, tenant, operation, action_key, fingerprint, state, owner,
+  token, lease_until, created_at, expires_at, attempts, attempt_count, granted, granted_from)
+VALUES ($1, $2, $3, $4, $5, 'in-progress', $6, $12, now() + $7::bigint * interval '1 millisecond', now(),
+  greatest(now() + $8::bigint * interval '1 millisecond', now() + 2 * $7::bigint * interval '1 millisecond'),
+  jsonb_build_array(` + sprintf(attemptJSON, `1`, `'created'`, `$6::text`, `$12::bigint`) + `), 1, 'created', 'absent')
+ON CONFLICT (id) DO UPDATE SET` + strings.ReplaceAll(takeover, "{{eff}}", effState) + `
+WHERE ` + owns + `
+RETURNING ` + prefixed("r.", columns)
+
+// reserveLimitedSQL is reserveSQL for a rate-limited destination, which
+// must never create a record: only a takeover (for a reconciler) may
+// write.
+var reserveLimitedSQL = `UPDATE {{table}} AS r SET` + strings.ReplaceAll(takeover, "{{eff}}", effState) + `
+WHERE r.id = $1 AND ` + owns + `
+RETURNING ` + prefixed("r.", columns)
+
+// readSQL reads a record with the database's time, for decisions that
+// write nothing.
+const readSQL = `SELECT ` + columns + `, now() FROM {{table}} WHERE id = $1`
+
+// getSQL reads a live record.
+const getSQL = `SELECT ` + columns + ` FROM {{table}} WHERE id = $1 AND expires_at >= now()`
+
+// fenced is the condition of every write by an owner: the token is
+// current, the action in progress and the record live.
+const fenced = `id = $1 AND token = $2 AND state = 'in-progress' AND expires_at >= now()`
+
+const renewSQL = `UPDATE {{table}} SET lease_until = now() + $3::bigint * interval '1 millisecond',
+  expires_at = greatest(expires_at, now() + 2 * $3::bigint * interval '1 millisecond')
+WHERE ` + fenced
+
+var attemptSQL = `UPDATE {{table}} SET attempts = ` +
+	capped(`attempts || `+sprintf(attemptJSON, `attempt_count + 1`, `$3::text`, `owner`, `token`), `$4`) + `,
+  attempt_count = attempt_count + 1
+WHERE ` + fenced + `
+RETURNING attempt_count, now(), owner`
+
+const completeSQL = `UPDATE {{table}} SET state = 'completed', lease_until = NULL,
+  status = $3, header = $4, body = $5, body_hash = $6, body_len = $7, body_omitted = $8
+WHERE ` + fenced
+
+const failSQL = `UPDATE {{table}} SET state = $3, lease_until = NULL, reason = $4
+WHERE ` + fenced
+
+// sweepSQL lists stuck records in Sweep's order; its index covers it.
+const sweepSQL = `SELECT ` + columns + ` FROM {{table}}
+WHERE state IN ('in-progress', 'uncertain') AND expires_at >= now()
+  AND (state = 'uncertain' OR lease_until <= now())
+ORDER BY lease_until NULLS FIRST, created_at, id
+LIMIT $1`
+
+// purgeSQL deletes up to $1 expired records, oldest first, skipping rows
+// another transaction holds.
+const purgeSQL = `DELETE FROM {{table}} WHERE id IN (
+  SELECT id FROM {{table}} WHERE expires_at < now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`
+
+// markAtomicSQL records that the owner's effects happen only inside the
+// completing transaction.
+const markAtomicSQL = `UPDATE {{table}} SET atomic = true WHERE ` + fenced
+
+// capped is the JSON array h without its oldest entries beyond the
+// integer parameter limit.
+func capped(h, limit string) string {
+	return `(SELECT coalesce(jsonb_agg(e ORDER BY i), '[]'::jsonb)
+    FROM jsonb_array_elements(` + h + `) WITH ORDINALITY AS h(e, i)
+    WHERE i > jsonb_array_length(` + h + `) - ` + limit + `::integer)`
+}
+
+func prefixed(p, cols string) string {
+	fields := strings.Split(cols, ",")
+	for i, f := range fields {
+		fields[i] = p + strings.TrimSpace(f)
+	}
+	return strings.Join(fields, ", ")
+}
+
+// sprintf substitutes %s in order; fmt.Sprintf would also read the % in
+// SQL text.
+func sprintf(format string, args ...string) string {
+	for _, a := range args {
+		format = strings.Replace(format, "%s", a, 1)
+	}
+	return format
+}

@@ -1,0 +1,330 @@
+package pgledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// DB is what a Store needs from PostgreSQL: *pgxpool.Pool, *pgx.Conn and
+// pgx.Tx all satisfy it. Use a pool: a Store is shared by concurrent
+// callers, and BeginAtomic holds a connection for a whole handler.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Store is the ledger.Store on PostgreSQL: one row per action in one
+// table, keyed by the action's identity (ledger.Key.ID). Reserve is one
+// INSERT ... ON CONFLICT statement on that key, so the decision and the
+// grant are atomic; fenced writes are one UPDATE each, conditioned on the
+// token. Leases and expiry are judged by the database's clock (now()), so
+// every client shares one clock. A committed write is as durable as the
+// database makes it: with PostgreSQL's defaults (fsync, synchronous_commit
+// on) it survives a crash of the server.
+//
+// Apply the schema with Migrate before first use. Expired records are
+// treated as absent at once but stay in the table until Purge deletes
+// them; run Purge periodically.
+type Store struct {
+	db      DB
+	cfg     Config
+	table   string // quoted, possibly schema-qualified
+	queries map[string]string
+}
+
+// New returns a Store on db. It does not touch the database; call Migrate
+// once (at deploy or start-up) to create the table.
+func New(db DB, cfg Config) *Store {
+	id := pgx.Identifier{cfg.table()}
+	if cfg.Schema != "" {
+		id = pgx.Identifier{cfg.Schema, cfg.table()}
+	}
+	s := &Store{db: db, cfg: cfg, table: id.Sanitize(), queries: map[string]string{}}
+	for name, q := range map[string]string{
+		"reserve": reserveSQL, "reserveLimited": reserveLimitedSQL, "read": readSQL, "get": getSQL,
+		"renew": renewSQL, "attempt": attemptSQL, "complete": completeSQL, "fail": failSQL,
+		"sweep": sweepSQL, "purge": purgeSQL, "markAtomic": markAtomicSQL,
+	} {
+		s.queries[name] = strings.ReplaceAll(q, "{{table}}", s.table)
+	}
+	return s
+}
+
+// bound returns ctx limited by the Store's timeout.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.timeout())
+}
+
+// maxReserveRounds bounds Reserve's loop: a round that wrote nothing reads
+// the record, and if the record changed so that it would now be owned, the
+// reservation is tried again.
+const maxReserveRounds = 4
+
+// Reserve implements ledger.Store. The grant is one statement; a decision
+// that owns nothing (pending, replayed, conflict, uncertain, delayed) is
+// made on the record read right after it.
+func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.Reservation, error) {
+	if err := ctx.Err(); err != nil {
+		return ledger.Reservation{}, err
+	}
+	if err := req.Key.Validate(); err != nil {
+		return ledger.Reservation{}, err
+	}
+	lease, retention, err := s.cfg.Durations(req.Lease, req.Retention)
+	if err != nil {
+		return ledger.Reservation{}, err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	q := s.queries["reserve"]
+	if req.Limited {
+		q = s.queries["reserveLimited"]
+	}
+	id := req.Key.ID()
+	for range maxReserveRounds {
+		rec, m, err := scanRecord(s.db.QueryRow(ctx, q, id, req.Key.Tenant, req.Key.Operation, req.Key.Key,
+			req.Fingerprint, req.Owner, lease.Milliseconds(), retention.Milliseconds(),
+			req.Limited, req.Reconciler, req.KeysHonoured, ledger.NewToken(), s.cfg.HistoryCap()))
+		switch {
+		case err == nil:
+			return s.granted(req, rec, m)
+		case !errors.Is(err, pgx.ErrNoRows):
+			return ledger.Reservation{}, fmt.Errorf("ledger: postgres reserve: %w", err)
+		}
+		res, err := s.decide(ctx, req)
+		if err != nil || !res.Verdict.Owns() {
+			return res, err
+		}
+		// The record changed between the two statements so that the
+		// caller would now own it: reserve again.
+	}
+	return ledger.Reservation{}, fmt.Errorf("ledger: postgres reserve: the record changed under %d rounds", maxReserveRounds)
+}
+
+// granted checks a grant the reservation statement wrote against Resolve.
+func (s *Store) granted(req ledger.ReserveRequest, rec ledger.Record, m meta) (ledger.Reservation, error) {
+	from, err := parseFrom(m.grantedFrom)
+	if err != nil {
+		return ledger.Reservation{}, err
+	}
+	in := input(req)
+	if from != ledger.StateAbsent {
+		in.State, in.StoredFingerprint = from, rec.Fingerprint
+		in.LeaseExpired = from == ledger.StateInProgress
+	}
+	res := ledger.Reservation{Decision: ledger.Resolve(in), Record: rec, Token: m.token}
+	if res.Verdict.String() != m.granted {
+		return ledger.Reservation{}, fmt.Errorf("%w: SQL granted %q, Resolve decides %q", ledger.ErrCorrupt, m.granted, res.Verdict)
+	}
+	return res, nil
+}
+
+// decide reads the record and applies Resolve to it, for a reservation
+// that wrote nothing.
+func (s *Store) decide(ctx context.Context, req ledger.ReserveRequest) (ledger.Reservation, error) {
+	var now time.Time
+	rec, m, err := scanRecord(s.db.QueryRow(ctx, s.queries["read"], req.Key.ID()), &now)
+	in := input(req)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return ledger.Reservation{}, fmt.Errorf("ledger: postgres reserve: %w", err)
+	case !now.After(rec.ExpiresAt) && m.stateErr != nil:
+		return ledger.Reservation{}, m.stateErr
+	case !now.After(rec.ExpiresAt):
+		in.State, in.StoredFingerprint = rec.State, rec.Fingerprint
+		if rec.State == ledger.StateInProgress && !now.Before(rec.LeaseUntil) {
+			in.LeaseExpired = true
+			if m.atomic {
+				in.State, in.LeaseExpired = ledger.StateFailed, false
+			}
+		}
+	}
+	res := ledger.Reservation{Decision: ledger.Resolve(in)}
+	if in.State == ledger.StateAbsent {
+		res.Record = ledger.Record{Key: req.Key}
+		return res, nil
+	}
+	res.Record = rec
+	if res.Verdict == ledger.VerdictPending {
+		res.RetryAfter = rec.LeaseUntil.Sub(now)
+	}
+	return res, nil
+}
+
+func input(req ledger.ReserveRequest) ledger.Input {
+	return ledger.Input{
+		Fingerprint:  req.Fingerprint,
+		Limited:      req.Limited,
+		Reconciler:   req.Reconciler,
+		KeysHonoured: req.KeysHonoured,
+	}
+}
+
+func parseFrom(s string) (ledger.State, error) {
+	st, err := ledger.ParseState(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: granted_from %q", ledger.ErrCorrupt, s)
+	}
+	return st, nil
+}
+
+// Renew implements ledger.Store.
+func (s *Store) Renew(ctx context.Context, k ledger.Key, token int64, lease time.Duration) error {
+	lease, _, err := s.cfg.Durations(lease, 0)
+	if err != nil {
+		return err
+	}
+	return s.fencedExec(ctx, "renew", k, token, lease.Milliseconds())
+}
+
+// AddAttempt implements ledger.Store.
+func (s *Store) AddAttempt(ctx context.Context, k ledger.Key, token int64, class string) (ledger.Attempt, error) {
+	if err := ctx.Err(); err != nil {
+		return ledger.Attempt{}, err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	a := ledger.Attempt{Class: class, Token: token}
+	err := s.db.QueryRow(ctx, s.queries["attempt"], k.ID(), token, class, s.cfg.HistoryCap()).Scan(&a.N, &a.At, &a.Owner)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ledger.Attempt{}, ledger.NotOwner(k)
+	case err != nil:
+		return ledger.Attempt{}, fmt.Errorf("ledger: postgres add attempt: %w", err)
+	}
+	a.At = norm(a.At)
+	return a, nil
+}
+
+// Complete implements ledger.Store.
+func (s *Store) Complete(ctx context.Context, k ledger.Key, token int64, o ledger.Outcome) error {
+	args, err := s.outcomeArgs(o)
+	if err != nil {
+		return err
+	}
+	return s.fencedExec(ctx, "complete", k, token, args...)
+}
+
+// outcomeArgs returns the stored outcome as completeSQL's $3 to $8.
+func (s *Store) outcomeArgs(o ledger.Outcome) ([]any, error) {
+	st := s.cfg.StoredOutcome(o)
+	h, err := json.Marshal(st.Header)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: encode headers: %w", err)
+	}
+	return []any{st.Status, h, st.Body, st.BodyHash, st.BodyLen, st.BodyOmitted}, nil
+}
+
+// Fail implements ledger.Store.
+func (s *Store) Fail(ctx context.Context, k ledger.Key, token int64, f ledger.Failure) error {
+	st := ledger.StateFailed
+	if f.EffectPossible {
+		st = ledger.StateUncertain
+	}
+	return s.fencedExec(ctx, "fail", k, token, st.String(), f.Reason)
+}
+
+// fencedExec runs an owner's write, which changes exactly one row when
+// token is current and none otherwise.
+func (s *Store) fencedExec(ctx context.Context, op string, k ledger.Key, token int64, args ...any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	tag, err := s.db.Exec(ctx, s.queries[op], append([]any{k.ID(), token}, args...)...)
+	if err != nil {
+		return fmt.Errorf("ledger: postgres %s: %w", op, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return ledger.NotOwner(k)
+	}
+	return nil
+}
+
+// Get implements ledger.Store.
+func (s *Store) Get(ctx context.Context, k ledger.Key) (ledger.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return ledger.Record{}, err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rec, m, err := scanRecord(s.db.QueryRow(ctx, s.queries["get"], k.ID()))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ledger.Record{}, ledger.ErrNotFound
+	case err != nil:
+		return ledger.Record{}, fmt.Errorf("ledger: postgres get: %w", err)
+	}
+	return rec, m.stateErr
+}
+
+// Sweep implements ledger.Store. It reads only the stuck records through
+// a partial index over in-progress and uncertain rows, in the order Sweep
+// promises, so its cost grows with the actions in flight or uncertain, not
+// with the table.
+func (s *Store) Sweep(ctx context.Context, limit int) ([]ledger.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var lim any // NULL: no limit
+	if limit > 0 {
+		lim = limit
+	}
+	rows, err := s.db.Query(ctx, s.queries["sweep"], lim)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: postgres sweep: %w", err)
+	}
+	defer rows.Close()
+	var out []ledger.Record
+	for rows.Next() {
+		rec, m, err := scanRecord(rows)
+		if err == nil {
+			err = m.stateErr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ledger: postgres sweep: %w", err)
+		}
+		out = append(out, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: postgres sweep: %w", err)
+	}
+	return out, nil
+}
+
+// Purge deletes up to limit records past their retention, oldest expiry
+// first, and returns how many it deleted. Zero limit means
+// DefaultPurgeBatch. Expired records are already treated as absent; Purge
+// only reclaims their space, through the index on expires_at, so call it
+// periodically (say every minute) until it returns fewer than limit.
+func (s *Store) Purge(ctx context.Context, limit int) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if limit <= 0 {
+		limit = DefaultPurgeBatch
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	tag, err := s.db.Exec(ctx, s.queries["purge"], limit)
+	if err != nil {
+		return 0, fmt.Errorf("ledger: postgres purge: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+var _ ledger.Store = (*Store)(nil)

@@ -1,0 +1,144 @@
+package pgledger_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/ledger/ledgertest"
+	"github.com/retrybudget/retrybudget/ledger/pgledger"
+	"github.com/retrybudget/retrybudget/ledger/pgledger/pgtest"
+)
+
+var keyA = ledger.Key{Tenant: "acme", Operation: "charge", Key: "order-1"}
+
+// TestMigrateConcurrentAndRepeated pins that instances starting together
+// may all run Migrate, and that running it again changes nothing.
+func TestMigrateConcurrentAndRepeated(t *testing.T) {
+	pool := pgtest.Pool(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { errs[i] = pgledger.New(pool, pgledger.Config{}).Migrate(t.Context()) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Migrate %d: %v", i, err)
+		}
+	}
+	s := newStore(t, pool, pgledger.Config{})
+	if _, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: keyA, Fingerprint: "f"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatalf("second Migrate: %v", err)
+	}
+	if _, err := s.Get(t.Context(), keyA); err != nil {
+		t.Fatalf("record lost by a second Migrate: %v", err)
+	}
+}
+
+// TestSchemaAndTable pins Config.Schema and Config.Table: two stores in
+// one database with different tables are two ledgers.
+func TestSchemaAndTable(t *testing.T) {
+	pool := pgtest.Pool(t)
+	var schema string
+	if err := pool.QueryRow(t.Context(), "SELECT current_schema()").Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	a := newStore(t, pool, pgledger.Config{Schema: schema, Table: "ledger a"})
+	b := newStore(t, pool, pgledger.Config{Table: "ledger_b"})
+	if _, err := a.Reserve(t.Context(), ledger.ReserveRequest{Key: keyA, Fingerprint: "f"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(t.Context(), keyA); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("a record in table a is seen in table b: %v", err)
+	}
+}
+
+// TestPurgeDeletesOnlyExpired pins retention by index: Purge deletes the
+// expired rows in batches and leaves live ones.
+func TestPurgeDeletesOnlyExpired(t *testing.T) {
+	pool := pgtest.Pool(t)
+	s := newStore(t, pool, pgledger.Config{})
+	for i := range 5 {
+		res, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: ledger.Key{Key: strconv.Itoa(i)}, Fingerprint: "f", Lease: short / 2, Retention: short})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(t.Context(), ledger.Key{Key: strconv.Itoa(i)}, res.Token, ledger.Outcome{Status: 200}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: keyA, Fingerprint: "f", Retention: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.WaitClock(t, "database clock", short+short/2, func() (time.Time, error) { return dbNow(t.Context(), pool) })
+	n1, err := s.Purge(t.Context(), 3)
+	if err != nil || n1 != 3 {
+		t.Fatalf("Purge(3) = %d, %v", n1, err)
+	}
+	n2, err := s.Purge(t.Context(), 0)
+	if err != nil || n2 != 2 {
+		t.Fatalf("Purge(0) = %d, %v", n2, err)
+	}
+	var rows int
+	if err := pool.QueryRow(t.Context(), "SELECT count(*) FROM retrybudget_ledger").Scan(&rows); err != nil || rows != 1 {
+		t.Fatalf("%d rows left, %v; want the live one", rows, err)
+	}
+}
+
+// TestCallsAreBounded pins that a call blocked on the database (here by a
+// row lock another transaction holds) fails after Config.Timeout instead
+// of waiting for ever.
+func TestCallsAreBounded(t *testing.T) {
+	pool := pgtest.Pool(t)
+	s := newStore(t, pool, pgledger.Config{Timeout: 300 * time.Millisecond})
+	res, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: keyA, Fingerprint: "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), "SELECT 1 FROM retrybudget_ledger WHERE id = $1 FOR UPDATE", keyA.ID()); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = s.Complete(t.Context(), keyA, res.Token, ledger.Outcome{Status: 200})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Complete under a held lock: %v, want context.DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Complete returned after %s", d)
+	}
+	if _, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: keyA, Fingerprint: "f"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Reserve under a held lock: %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// TestCorruptState pins that a state this version cannot read is an
+// error, never a guess, and never sends.
+func TestCorruptState(t *testing.T) {
+	pool := pgtest.Pool(t)
+	s := newStore(t, pool, pgledger.Config{})
+	if _, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: keyA, Fingerprint: "f"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(t.Context(), "UPDATE retrybudget_ledger SET state = 'bogus'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(t.Context(), keyA); !errors.Is(err, ledger.ErrCorrupt) {
+		t.Errorf("Get: %v, want ErrCorrupt", err)
+	}
+	if _, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: keyA, Fingerprint: "f", KeysHonoured: true}); !errors.Is(err, ledger.ErrCorrupt) {
+		t.Errorf("Reserve: %v, want ErrCorrupt", err)
+	}
+}

@@ -1,0 +1,228 @@
+package limiter
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// batchLua decides several requests of one boundary in one run; see the
+// comments at its top.
+//
+//go:embed batch.lua
+var batchLua string
+
+// defaultMaxBatch is the most decisions one round trip makes when
+// RedisConfig.MaxBatch is zero: far above the concurrency of one process on
+// one boundary, and small enough that one script run stays short.
+const defaultMaxBatch = 256
+
+// slotRequest is one request's part of a batch.
+type slotRequest struct {
+	// maxWait is how long the request may wait for a slot; zero means it
+	// is sent now or not at all.
+	maxWait time.Duration
+	// owner is the owner's field in the fair queue; empty without it.
+	owner string
+	// weight is the number of slots the owner may hold ahead of now.
+	weight int
+}
+
+// slotResult is batch.lua's answer for one request.
+type slotResult struct {
+	granted bool
+	// wait: granted, until the slot; refused, until the request's place.
+	wait time.Duration
+	// retry is, when refused, how long until asking again can change the
+	// answer.
+	retry  time.Duration
+	reason int64
+	// depth is the number of slots the owner holds ahead of now.
+	depth int
+}
+
+// The reason code batch.lua adds to decide.lua's: the owner already holds
+// every slot its weight allows.
+const reasonQueue = 4
+
+// coalescer makes concurrent decisions for one boundary share a round
+// trip. The first caller leads: it runs a batch of one at once. Callers
+// that arrive while a batch is in flight wait; when it returns, the leader
+// hands every waiter (up to max) to the first of them, which runs them as
+// the next batch. So there is at most one round trip in flight per group,
+// a lone caller pays exactly one round trip, and n concurrent callers pay
+// about two for all of them.
+type coalescer struct {
+	// mu guards groups and every group's waiting list.
+	mu sync.Mutex
+	// groups holds a group while a round trip for it is in flight.
+	groups map[groupKey]*group
+
+	max int // immutable: the most requests in one batch
+}
+
+// groupKey names the requests that can share a round trip: one boundary,
+// and one owner when the owner's share adds keys of its own.
+type groupKey struct{ boundary, owner string }
+
+type group struct {
+	waiting []*pending
+}
+
+// pending is one caller's request in a coalescer.
+type pending struct {
+	in slotRequest
+	// done is closed when out and err are set, or lead is.
+	done chan struct{}
+	out  slotResult
+	err  error
+	// lead, when set, is the batch this caller must run next; it starts
+	// with the caller itself.
+	lead []*pending
+}
+
+// runBatch makes the decisions of one batch in one round trip.
+type runBatch func(ctx context.Context, k groupKey, ins []slotRequest) ([]slotResult, error)
+
+// decide returns in's decision, made in a round trip shared with the other
+// callers of group k. When ctx ends while the request waits for a batch it
+// returns ctx.Err() and takes nothing; once its batch is in flight it waits
+// for that (bounded by the round trip's timeout), so a leader never leaves
+// the others without one.
+func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run runBatch) (slotResult, error) {
+	p := &pending{in: in}
+	c.mu.Lock()
+	g, busy := c.groups[k]
+	if !busy {
+		if c.groups == nil {
+			c.groups = make(map[groupKey]*group)
+		}
+		c.groups[k] = &group{}
+		c.mu.Unlock()
+		c.lead(ctx, k, []*pending{p}, run)
+		return p.out, p.err
+	}
+	p.done = make(chan struct{})
+	g.waiting = append(g.waiting, p)
+	c.mu.Unlock()
+
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		c.mu.Lock()
+		if i := slices.Index(g.waiting, p); i >= 0 {
+			g.waiting = slices.Delete(g.waiting, i, i+1)
+			c.mu.Unlock()
+			return slotResult{}, ctx.Err()
+		}
+		c.mu.Unlock()
+		<-p.done
+	}
+	if p.lead != nil {
+		c.lead(ctx, k, p.lead, run)
+	}
+	return p.out, p.err
+}
+
+// lead runs batch, whose first request is the caller's, hands the results
+// to the others, and passes the waiters on as the next batch. The round
+// trip does not end with the leader's context: the others depend on it,
+// and run bounds it by the decision timeout.
+func (c *coalescer) lead(ctx context.Context, k groupKey, batch []*pending, run runBatch) {
+	ins := make([]slotRequest, len(batch))
+	for i, p := range batch {
+		ins[i] = p.in
+	}
+	outs, err := run(context.WithoutCancel(ctx), k, ins)
+	for i, p := range batch {
+		p.err = err
+		if err == nil {
+			p.out = outs[i]
+		}
+		if i > 0 {
+			close(p.done)
+		}
+	}
+
+	c.mu.Lock()
+	g := c.groups[k]
+	if len(g.waiting) == 0 {
+		delete(c.groups, k)
+		c.mu.Unlock()
+		return
+	}
+	n := min(len(g.waiting), c.max)
+	next := g.waiting[:n:n]
+	g.waiting = slices.Clone(g.waiting[n:])
+	c.mu.Unlock()
+	next[0].lead = next
+	close(next[0].done)
+}
+
+// runBatch runs batch.lua for the requests ins of group k.
+func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]slotResult, error) {
+	// decisionCall gives the cooldown key, then every limit's key (the
+	// boundary's, then the owner's share), and after want their triples.
+	keys, limitArgs := l.decisionCall(Request{Boundary: k.boundary, Owner: k.owner}, 0)
+	limitArgs = limitArgs[1:]
+	lookahead := int64(-1)
+	if q := l.batch.queue; q != nil {
+		keys = append(keys[:len(keys):len(keys)], l.cache.get(k.boundary, l.buildKeys).base+queueSuffix)
+		lookahead = q.lookahead.Microseconds()
+	}
+	var clock int64
+	if l.batch.scriptNow != nil {
+		clock = l.batch.scriptNow().UnixMicro()
+	}
+	args := make([]any, 0, 4+len(limitArgs)+3*len(ins))
+	args = append(args, clock, len(limitArgs)/3, lookahead)
+	args = append(args, limitArgs...)
+	args = append(args, len(ins))
+	for _, in := range ins {
+		args = append(args, in.maxWait.Microseconds(), in.owner, in.weight)
+	}
+	reply, err := l.run(ctx, l.timeout, l.batch.script, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	_, outs, err := parseBatch(reply, len(ins))
+	return outs, err
+}
+
+// parseBatch reads batch.lua's reply: Redis's now in µs, then five
+// integers per request.
+func parseBatch(v any, n int) (now int64, outs []slotResult, err error) {
+	vals, ok := v.([]any)
+	if !ok || len(vals) != 1+5*n {
+		return 0, nil, fmt.Errorf("%w: batch of %d: %v", errReply, n, v)
+	}
+	ints := make([]int64, len(vals))
+	for i, x := range vals {
+		if ints[i], ok = x.(int64); !ok {
+			return 0, nil, fmt.Errorf("%w: %v", errReply, v)
+		}
+	}
+	outs = make([]slotResult, n)
+	for j := range outs {
+		r := ints[1+5*j : 6+5*j]
+		if r[0] < 0 || r[0] > 1 || r[1] < 0 || r[1] > maxWaitMicros || r[2] < 0 || r[2] > maxWaitMicros ||
+			r[3] < 0 || r[3] > reasonQueue || r[4] < 0 || r[4] > maxDepth {
+			return 0, nil, fmt.Errorf("%w: request %d: %v", errReply, j, r)
+		}
+		outs[j] = slotResult{
+			granted: r[0] == 1,
+			wait:    time.Duration(r[1]) * time.Microsecond,
+			retry:   time.Duration(r[2]) * time.Microsecond,
+			reason:  r[3],
+			depth:   int(r[4]),
+		}
+	}
+	return ints[0], outs, nil
+}
+
+// maxDepth bounds the slots one owner can hold: its weight, which
+// NewRedis caps at this.
+const maxDepth = 1 << 20

@@ -1,0 +1,206 @@
+package limiter
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/retrybudget/retrybudget/internal/ctxsleep"
+)
+
+// FairQueue configures the fleet-wide fair queue of a [Redis] limiter
+// (RedisConfig.Queue).
+//
+// Without a queue, a saturated boundary goes to whoever asks first, so an
+// owner (tenant) with 64 waiting requests gets 32 times the share of one
+// with 2. With it, a request that finds no token reserves a slot (a token
+// due later) and Allow sleeps until it, and each owner may hold at most its
+// weight of slots ahead of now: while the boundary is saturated, owners
+// that keep asking are served round-robin, each getting its weight of
+// slots per round whatever its number of waiting requests. The queue is
+// work-conserving: an owner alone gets every slot, and a slot nobody holds
+// goes to the next asker. A request whose slot would come after its
+// deadline (the context's, or MaxWait) takes nothing and returns at once,
+// refused, with RetryAfter the estimated wait for its place. An owner alone
+// may hold slots up to Lookahead ahead, beyond its weight.
+type FairQueue struct {
+	// Weights gives an owner (Request.Owner) that many slots per round,
+	// instead of one. Every process of the fleet must use the same
+	// weights. Nil means every owner has weight 1; a weight must be at
+	// least 1.
+	Weights map[string]int
+
+	// MaxWait bounds how long Allow waits for a slot, when the context's
+	// deadline is later or absent. Zero means 10 seconds.
+	MaxWait time.Duration
+
+	// Lookahead is how far ahead an owner alone on the boundary may hold
+	// slots beyond its weight, so that the boundary stays busy while the
+	// owner's requests come back for their next slot; another owner
+	// waits at most this long behind them. Zero means 50ms.
+	Lookahead time.Duration
+}
+
+// Defaults of zero FairQueue fields.
+const (
+	defaultQueueMaxWait   = 10 * time.Second
+	defaultQueueLookahead = 50 * time.Millisecond
+)
+
+// queueSuffix names the fair queue's hash after a boundary's key base.
+const queueSuffix = "q"
+
+// batcher holds what a [Redis] limiter needs to coalesce decisions and,
+// optionally, queue them fairly.
+type batcher struct {
+	coalescer
+	script *redis.Script
+	queue  *fairQueue // nil without the fair queue
+
+	// scriptNow is the script's clock seam: nil means Redis TIME.
+	scriptNow func() time.Time
+	// sleep is the waiting seam: ctxsleep.Sleep except in tests.
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// fairQueue is the immutable configuration of the fair queue, plus the
+// count of this process's requests waiting for a place.
+type fairQueue struct {
+	// mu guards waiting.
+	mu      sync.Mutex
+	waiting map[string]int // owner -> requests of this process waiting for a place
+
+	weights   map[string]int
+	maxWait   time.Duration
+	lookahead time.Duration
+}
+
+// newBatcher validates the batching and queue settings of cfg and returns
+// the batcher, or nil when decisions are not batched: with leasing, or
+// with MaxBatch 1 and no queue.
+func newBatcher(cfg RedisConfig) (*batcher, error) {
+	if cfg.MaxBatch < 0 {
+		return nil, fmt.Errorf("%w: negative MaxBatch", ErrInvalidConfig)
+	}
+	if cfg.Queue != nil && cfg.Lease > 1 {
+		return nil, fmt.Errorf("%w: Queue and Lease cannot be combined: a leased token skips the queue", ErrInvalidConfig)
+	}
+	if cfg.Lease > 1 || (cfg.MaxBatch == 1 && cfg.Queue == nil) {
+		return nil, nil
+	}
+	b := &batcher{
+		coalescer: coalescer{max: cmp0(cfg.MaxBatch, defaultMaxBatch)},
+		script:    redis.NewScript(batchLua),
+		sleep:     ctxsleep.Sleep,
+	}
+	if q := cfg.Queue; q != nil {
+		if q.MaxWait < 0 || q.Lookahead < 0 {
+			return nil, fmt.Errorf("%w: negative Queue.MaxWait or Lookahead", ErrInvalidConfig)
+		}
+		for _, w := range q.Weights {
+			if w < 1 || w > maxDepth {
+				return nil, fmt.Errorf("%w: Queue weight %d of an owner must be in [1, %d]", ErrInvalidConfig, w, maxDepth)
+			}
+		}
+		b.queue = &fairQueue{
+			waiting:   make(map[string]int),
+			weights:   q.Weights,
+			maxWait:   cmp0(q.MaxWait, defaultQueueMaxWait),
+			lookahead: cmp0(q.Lookahead, defaultQueueLookahead),
+		}
+	}
+	return b, nil
+}
+
+// allowBatched decides r through the coalescer and, with the fair queue,
+// waits for its slot.
+func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Decision, error) {
+	b := l.batch
+	k := groupKey{boundary: r.Boundary}
+	if l.ownerKeys != nil {
+		k.owner = r.Owner
+	}
+	var in slotRequest
+	var deadline time.Time
+	q := b.queue
+	if q != nil {
+		in.owner, in.weight = keyHash(r.Owner), q.weight(r.Owner)
+		deadline = now.Add(q.maxWait)
+		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+			deadline = dl
+		}
+	}
+	for {
+		if q != nil {
+			in.maxWait = max(deadline.Sub(now), 0)
+		}
+		res, err := b.decide(ctx, k, in, l.runBatch)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			// The caller gave up; that says nothing about Redis. A slot
+			// it was given is lost, which only ever costs throughput.
+			return Decision{}, ctxErr
+		}
+		if err != nil {
+			l.health.Failed(l.now(), err)
+			return l.unavailable(r, now, err)
+		}
+		l.health.Succeeded()
+		switch {
+		case res.granted:
+			if res.wait > 0 {
+				if err := b.sleep(ctx, res.wait); err != nil {
+					return Decision{}, err
+				}
+			}
+			d := Decision{Allowed: true}
+			if q != nil {
+				d.QueueDepth = res.depth + q.waitingFor(r.Owner)
+			}
+			return d, nil
+		case res.reason == reasonQueue && now.Add(res.retry).Before(deadline):
+			// The owner holds all its slots; one frees at the first of
+			// them. Wait for it here, counted as waiting for a place.
+			q.add(r.Owner, 1)
+			err := b.sleep(ctx, res.retry)
+			q.add(r.Owner, -1)
+			if err != nil {
+				return Decision{}, err
+			}
+			now = l.now()
+			continue
+		}
+		d := l.refusal(r.Boundary, res.wait, res.reason)
+		if q != nil {
+			d.QueueDepth = res.depth + q.waitingFor(r.Owner)
+		}
+		return d, nil
+	}
+}
+
+// weight returns owner's weight.
+func (q *fairQueue) weight(owner string) int {
+	if w, ok := q.weights[owner]; ok {
+		return w
+	}
+	return 1
+}
+
+// add changes the count of owner's requests waiting for a place.
+func (q *fairQueue) add(owner string, n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.waiting[owner] += n; q.waiting[owner] <= 0 {
+		delete(q.waiting, owner)
+	}
+}
+
+// waitingFor returns the number of owner's requests of this process
+// waiting for a place.
+func (q *fairQueue) waitingFor(owner string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.waiting[owner]
+}

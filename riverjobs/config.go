@@ -1,0 +1,67 @@
+package riverjobs
+
+import (
+	"time"
+
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/retrybudget/retrybudget"
+)
+
+// Defaults applied to the zero fields of a Config.
+const (
+	// DefaultMaxSnoozes is how many times a job is snoozed before a
+	// further "not now" counts as a failed attempt.
+	DefaultMaxSnoozes = 100
+	// DefaultSnoozeSpread bounds the random time added to a snooze.
+	DefaultSnoozeSpread = 250 * time.Millisecond
+	// MetadataKey is the key of the job's metadata under which the
+	// Middleware writes its Report.
+	MetadataKey = "retrybudget"
+)
+
+// Config says how the Middleware names a job's Action and how it snoozes.
+// The zero value is usable for jobs inserted with River's UniqueOpts: the
+// operation is the job's kind and the key River's unique key.
+type Config struct {
+	// TenantField names the field of the job's args (a dot-separated path
+	// into nested objects) holding the tenant. Empty means no tenant.
+	TenantField string
+	// OperationField names the field of the job's args holding the
+	// operation. Empty means the job's kind.
+	OperationField string
+	// KeyField names the field of the job's args identifying the business
+	// action, such as "order_id". Empty means River's unique key; a job with
+	// neither is cancelled with ErrNoActionKey.
+	KeyField string
+	// Action, when set, derives the Action itself and the three fields
+	// above are ignored. It must not use the job's attempt number.
+	Action func(job *rivertype.JobRow) (retrybudget.Action, error)
+
+	// MaxSnoozes is how many snoozes a job may take (River counts them in
+	// its metadata) before a further "not now" is handed to River's retry,
+	// which counts an attempt. Zero means 100; a negative value never
+	// snoozes.
+	MaxSnoozes int
+	// SnoozeSpread is the largest random time added to a snooze, so jobs
+	// refused at one instant do not all come back at one instant. Zero
+	// means 250ms; a negative value adds none.
+	SnoozeSpread time.Duration
+}
+
+// withDefaults returns c with every zero field replaced by its default.
+func (c Config) withDefaults() Config {
+	switch {
+	case c.MaxSnoozes == 0:
+		c.MaxSnoozes = DefaultMaxSnoozes
+	case c.MaxSnoozes < 0:
+		c.MaxSnoozes = 0
+	}
+	switch {
+	case c.SnoozeSpread == 0:
+		c.SnoozeSpread = DefaultSnoozeSpread
+	case c.SnoozeSpread < 0:
+		c.SnoozeSpread = 0
+	}
+	return c
+}

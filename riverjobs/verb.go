@@ -1,0 +1,122 @@
+package riverjobs
+
+import (
+	"errors"
+	"time"
+
+	"github.com/retrybudget/retrybudget"
+)
+
+// Verb is what the Middleware tells River to do with a job after one run.
+type Verb int
+
+const (
+	// VerbComplete completes the job: the worker returned nil.
+	VerbComplete Verb = iota
+	// VerbSnooze snoozes the job until Decision.Until (river.JobSnooze): the
+	// provider, the rate limiter or another owner of the action said "not
+	// now". A snooze does not count as one of River's attempts.
+	VerbSnooze
+	// VerbCancel cancels the job (river.JobCancel): the provider rejected
+	// the request, or its key was used for a different request. Running it
+	// again cannot help.
+	VerbCancel
+	// VerbHold cancels the job with its action held for reconciliation: the
+	// provider may have applied it and nothing can tell. It must not run
+	// again as new work; an operator, or a Reconciler on the Transport,
+	// settles the action first.
+	VerbHold
+	// VerbRetry hands the error to River's retry, which counts an attempt;
+	// RetryPolicy keeps the retry no sooner than Decision.Until.
+	VerbRetry
+	// VerbWorker leaves a snooze or cancel the worker returned itself as it
+	// is.
+	VerbWorker
+)
+
+var verbNames = [...]string{
+	VerbComplete: "completed",
+	VerbSnooze:   "snoozed",
+	VerbCancel:   "cancelled",
+	VerbHold:     "held",
+	VerbRetry:    "retried",
+	VerbWorker:   "worker",
+}
+
+// String returns the verb's name as written in job metadata.
+func (v Verb) String() string {
+	if v >= 0 && int(v) < len(verbNames) {
+		return verbNames[v]
+	}
+	return "unknown"
+}
+
+// Decision is the Middleware's verdict on one run of a job.
+type Decision struct {
+	// Verb is what River is told to do.
+	Verb Verb
+	// Until is, for VerbSnooze, when the job runs again; for VerbRetry,
+	// the earliest time River's retry may run it (zero when any is fine).
+	Until time.Time
+	// Outcome is the Outcome the decision was made on: the one carried by
+	// the worker's *retrybudget.Error, else the last recorded call's. Nil
+	// when there is neither.
+	Outcome *retrybudget.Outcome
+}
+
+// Decide maps how one run of a job ended to a River verb. err is what the
+// worker returned; o is the Outcome of its last provider call (ok false
+// when it made none through a recording Transport); snoozes is how many
+// times the job has been snoozed; now is the current time; spread is a
+// random extra time for a snooze, in [0, Config.SnoozeSpread].
+//
+// Only "not now" snoozes: a RetryAt still ahead that someone who knows
+// named (see notNow). A RetryAt that is only the next backoff step after
+// failures goes to River's retry as its floor, so a provider that keeps
+// failing uses up the job's attempts instead of snoozing the job forever.
+func Decide(cfg Config, err error, o retrybudget.Outcome, ok bool, snoozes int, now time.Time, spread time.Duration) Decision {
+	cfg = cfg.withDefaults()
+	var rbErr *retrybudget.Error
+	if errors.As(err, &rbErr) {
+		o, ok = rbErr.Outcome, true
+	}
+	d := Decision{}
+	if ok {
+		d.Outcome = &o
+	}
+	switch {
+	case err == nil:
+		d.Verb = VerbComplete
+	case isRiverVerb(err):
+		d.Verb = VerbWorker
+	case !ok || o.Reason == nil:
+		// The worker failed on its own (its database, a bug) after any
+		// provider call succeeded: River retries, and the ledger replays.
+		d.Verb = VerbRetry
+	case errors.Is(o.Reason, retrybudget.ErrUncertain):
+		d.Verb = VerbHold
+	case errors.Is(o.Reason, retrybudget.ErrRejected), errors.Is(o.Reason, retrybudget.ErrConflict):
+		d.Verb = VerbCancel
+	case notNow(o.Reason) && o.RetryAt.After(now) && snoozes < cfg.MaxSnoozes:
+		d.Verb, d.Until = VerbSnooze, o.RetryAt.Add(max(spread, 0))
+	default:
+		d.Verb, d.Until = VerbRetry, o.RetryAt
+	}
+	return d
+}
+
+// notNow reports whether reason means "not now, come back at RetryAt" with
+// a time named by someone who knows: the provider's Retry-After beyond
+// MaxWait, the rate limiter's wait (or a boundary's cooldown), the lease of
+// another live owner of the action, or the provider's time when the retry
+// budget refused to wait for it. Nothing failed that an attempt should
+// count.
+func notNow(reason error) bool {
+	for _, r := range [...]error{retrybudget.ErrWaitTooLong, retrybudget.ErrRateLimited,
+		retrybudget.ErrPending, retrybudget.ErrBudgetExhausted} {
+		if errors.Is(reason, r) {
+			return true
+		}
+	}
+	return false
+}
