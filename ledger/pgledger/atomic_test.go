@@ -1,7 +1,6 @@
 package pgledger_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -48,25 +47,7 @@ func newEffectsDB(t *testing.T) effectsDB {
 // open returns a pool on the schema, through addr ("host:port") when set.
 func (db effectsDB) open(t testing.TB, addr string) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(db.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = db.schema
-	if addr != "" {
-		host, port, _ := net.SplitHostPort(addr)
-		p, _ := strconv.Atoi(port)
-		cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(p)
-		// Plain text, so the proxy can see COMMIT: no TLS, and no
-		// fallback that would bypass the proxy.
-		cfg.ConnConfig.TLSConfig, cfg.ConnConfig.Fallbacks = nil, nil
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
+	return pgtest.PoolVia(t, db.url, db.schema, addr)
 }
 
 // effects counts the effects at their one place, the table.

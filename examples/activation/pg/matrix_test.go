@@ -61,38 +61,15 @@ func newFleetOn(t *testing.T, url string) *fleet {
 		t.Fatal(err)
 	}
 	f.proxy = pgtest.StartCutProxy(t, net.JoinHostPort(pcfg.ConnConfig.Host, strconv.Itoa(int(pcfg.ConnConfig.Port))))
-	f.direct = pool(t, url, schema, "")
+	f.direct = pgtest.PoolVia(t, url, schema, "")
 	cfg, err := config(t.Context(), f.direct, testFingerprintKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.store = cfg.Store
-	f.a = f.instance(t, pool(t, url, schema, f.proxy.Addr().String()), "instance-a")
-	f.b = f.instance(t, pool(t, url, schema, ""), "instance-b")
+	f.a = f.instance(t, pgtest.PoolVia(t, url, schema, f.proxy.Addr().String()), "instance-a")
+	f.b = f.instance(t, pgtest.PoolVia(t, url, schema, ""), "instance-b")
 	return f
-}
-
-// pool returns a pool on schema, through addr ("host:port") when set.
-func pool(t *testing.T, url, schema, addr string) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	if addr != "" {
-		host, port, _ := net.SplitHostPort(addr)
-		p, _ := strconv.Atoi(port)
-		cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(p)
-		// Plain text, so the proxy sees COMMIT.
-		cfg.ConnConfig.TLSConfig, cfg.ConnConfig.Fallbacks = nil, nil
-	}
-	db, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	return db
 }
 
 // instance serves the service on db as owner, as examples/activation/pg
