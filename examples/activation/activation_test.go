@@ -36,6 +36,7 @@ const guardTimeout = 10 * time.Second
 type fixture struct {
 	app     http.Handler
 	dest    *destination
+	store   *ledger.Memory
 	entered chan struct{}
 	release chan struct{}
 }
@@ -55,7 +56,8 @@ func newFixture(t *testing.T) *fixture {
 	dmux.Handle("POST /v1/audiences/{audience}/syncs", f.dest)
 	dsrv := httptest.NewServer(dmux)
 	t.Cleanup(dsrv.Close)
-	f.app = newApp(appConfig{store: ledger.NewMemory(ledger.MemoryConfig{}), destination: dsrv.URL, logger: logger})
+	f.store = ledger.NewMemory(ledger.MemoryConfig{})
+	f.app = newApp(appConfig{store: f.store, destination: dsrv.URL, logger: logger})
 	return f
 }
 
@@ -94,7 +96,11 @@ func TestSeedScenario(t *testing.T) {
 		t.Errorf("activation %+v, Location %q", a, w.Header().Get("Location"))
 	}
 	inbound := retrybudget.Action{Tenant: "tenant_a", Operation: "POST /api/v1/campaign-activations", Key: seedKey}
-	step, _ := idempotency.Outbound(inbound, "destination")
+	rec, err := f.store.Get(context.Background(), inbound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, _ := idempotency.Outbound(inbound, rec.CreatedAt, "destination")
 	f.dest.mu.Lock()
 	_, synced := f.dest.syncs[step.IdempotencyKey()]
 	f.dest.mu.Unlock()
