@@ -97,6 +97,12 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		unavailable().write(w)
 		return
 	}
+	if res.Expired && g.s.Logger != nil {
+		// The expiry event: the key's earlier action outlived its
+		// retention, and this request runs as a new one.
+		g.s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "idempotency: key expired, running as a new action",
+			slog.String("action", k.ID()[:16]))
+	}
 	switch res.Verdict {
 	case ledger.VerdictCreated, ledger.VerdictRetry, ledger.VerdictResend:
 		g.run(w, r, k, res.Token, res.Record.CreatedAt, body)
