@@ -36,6 +36,7 @@ const guardTimeout = 10 * time.Second
 type fixture struct {
 	app     http.Handler
 	dest    *Destination
+	store   *ledger.Memory
 	entered chan struct{}
 	release chan struct{}
 }
@@ -53,7 +54,8 @@ func newFixture(t *testing.T) *fixture {
 	}, logger)
 	dsrv := httptest.NewServer(f.dest.Handler())
 	t.Cleanup(dsrv.Close)
-	f.app = New(Config{Store: ledger.NewMemory(ledger.MemoryConfig{}), Destination: dsrv.URL, Logger: logger})
+	f.store = ledger.NewMemory(ledger.MemoryConfig{})
+	f.app = New(Config{Store: f.store, Destination: dsrv.URL, Logger: logger})
 	return f
 }
 
@@ -92,7 +94,11 @@ func TestSeedScenario(t *testing.T) {
 		t.Errorf("activation %+v, Location %q", a, w.Header().Get("Location"))
 	}
 	inbound := retrybudget.Action{Tenant: "tenant_a", Operation: "POST /api/v1/campaign-activations", Key: seedKey}
-	step, _ := idempotency.Outbound(inbound, "destination")
+	rec, err := f.store.Get(context.Background(), inbound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, _ := idempotency.Outbound(inbound, rec.CreatedAt, "destination")
 	if !f.dest.Synced(step.IdempotencyKey()) {
 		t.Errorf("destination has no sync under the derived key %s", step.IdempotencyKey())
 	}

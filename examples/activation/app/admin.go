@@ -56,29 +56,44 @@ type ActionView struct {
 // action serves GET /admin/actions/{key}.
 func (a *admin) action(w http.ResponseWriter, r *http.Request) {
 	inbound := ledger.Key{Tenant: tenantOf(r), Operation: "POST " + activationsPath, Key: r.PathValue("key")}
-	step, err := idempotency.Outbound(inbound, "destination")
-	if err != nil {
+	if r.PathValue("key") == "" {
 		writeProblem(w, http.StatusBadRequest, typeInvalidRequest, "Invalid request", "The key is not a valid Idempotency-Key.", 0)
 		return
 	}
 	var v ActionView
-	for _, x := range []struct {
-		k  ledger.Key
-		to **RecordView
-	}{{inbound, &v.Inbound}, {step, &v.Destination}} {
-		ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
-		rec, err := a.store.Get(ctx, x.k)
-		cancel()
-		switch {
-		case errors.Is(err, ledger.ErrNotFound):
-		case err != nil:
-			writeProblem(w, http.StatusServiceUnavailable, typeStoreUnavailable, "Ledger unavailable", "The ledger could not be read; try again.", time.Second)
+	// The step derives from the inbound record's generation (its
+	// creation time): without an inbound record there is no step to show.
+	rec, ok := a.get(w, r, inbound)
+	if !ok {
+		return
+	}
+	if rec != nil {
+		v.Inbound = view(*rec)
+		step, _ := idempotency.Outbound(inbound, rec.CreatedAt, "destination")
+		if rec, ok = a.get(w, r, step); !ok {
 			return
-		default:
-			*x.to = view(rec)
+		}
+		if rec != nil {
+			v.Destination = view(*rec)
 		}
 	}
 	writeJSON(w, v)
+}
+
+// get reads k's record: nil when the ledger holds none, and false after
+// answering 503 when it could not be read.
+func (a *admin) get(w http.ResponseWriter, r *http.Request, k ledger.Key) (*ledger.Record, bool) {
+	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+	defer cancel()
+	rec, err := a.store.Get(ctx, k)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return nil, true
+	case err != nil:
+		writeProblem(w, http.StatusServiceUnavailable, typeStoreUnavailable, "Ledger unavailable", "The ledger could not be read; try again.", time.Second)
+		return nil, false
+	}
+	return &rec, true
 }
 
 // stuck serves GET /admin/stuck: the caller's actions in progress whose

@@ -210,7 +210,7 @@ func TestTwoInstancesReplayMatrix(t *testing.T) {
 		if err := f.store.MarkSending(t.Context(), inbound, res.Token); err != nil {
 			t.Fatal(err)
 		}
-		step, _ := idempotency.Outbound(inbound, "destination")
+		step, _ := idempotency.Outbound(inbound, res.Record.CreatedAt, "destination")
 		deadSync(t, f, step.IdempotencyKey())
 
 		var w answer
