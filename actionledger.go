@@ -202,7 +202,7 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	}
 }
 
-// decided reports the reservation's verdict, and an expiry, to the Observer.
+// decided reports the reservation's verdict to the Observer.
 func (g *ledgerGate) decided(v ledger.Verdict, path []string, expired bool) {
 	if obs := g.cfg.Observer.Ledger; obs != nil {
 		obs(LedgerEvent{Request: g.caller, Route: g.route, Action: g.key, Op: "reserve", Verdict: v, Path: path, Expired: expired})
