@@ -75,6 +75,7 @@ func TestFleetWorker(t *testing.T) {
 	prefix := os.Getenv(envPrefix)
 	lim, err := limiter.NewRedis(rdb, limiter.RedisConfig{
 		Limits: []limiter.Limit{limiter.PerSecond(fleetRate)}, OwnerShare: 0.5, Prefix: prefix + "lim:",
+		BoundaryKey: redistest.BoundaryKey(),
 	})
 	if err != nil {
 		t.Fatal(err)
