@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"github.com/retrybudget/retrybudget/internal/retryafter"
 )
 
 // Classifier decides the Class of one attempt. The Transport calls it after
@@ -127,7 +125,7 @@ func (d DefaultClassifier) Classify(a *AttemptResult) Classification {
 	if c.Class == ClassSuccess {
 		return c
 	}
-	at, ok := retryafter.Parse(a.Response.Header.Get("Retry-After"), a.Now)
+	at, ok := retryAfter(a.Response, a.Now)
 	if ok {
 		c.RetryAt = at
 	}
