@@ -21,8 +21,13 @@ type actionCtxKey struct{}
 
 // WithAction returns a context that names the business action of the
 // requests made with it. The Transport sends a.IdempotencyKey() in its key
-// header, and treats the request as safe to retry even when its method is not
-// idempotent: attaching an action asserts that the provider honours the key.
+// header, in place of any key the caller or an SDK put there (the
+// Observer's KeyReplaced says when), so every attempt and every re-submission
+// of the action carries the same key. A caller who wants a key of their own
+// makes it the action's Key. The Transport treats the request as safe to
+// retry even when its method is not idempotent: attaching an action asserts
+// that the provider honours the key (unless Config.OmitKey says the provider
+// documents none).
 func WithAction(ctx context.Context, a Action) context.Context {
 	return context.WithValue(ctx, actionCtxKey{}, a)
 }
@@ -43,23 +48,33 @@ const (
 	keyGenerated                  // a random UUID for this call only
 )
 
-// resolveKey decides the idempotency key of one call. A key the caller set is
-// kept as is; else an action's derived key; else, for a method that is not
-// idempotent, one random key shared by every attempt of the call.
-func resolveKey(req *http.Request, header string) (string, keySource, error) {
-	if k := req.Header.Get(header); k != "" {
-		return k, keyCaller, nil
-	}
-	if a, ok := ActionFrom(req.Context()); ok {
+// resolveKey decides the idempotency key of one call. An action's derived key
+// comes first, replacing any key already in the header (an SDK such as
+// stripe-go puts a random one on every POST, which would make a re-submitted
+// action a new one at the provider); replaced is that header key, else
+// empty. Without an action, a key the caller set is kept as is; else, for a
+// method that is not idempotent, one random key shared by every attempt of
+// the call. noAction ignores the context's Action (an auxiliary call, such
+// as an SDK fetching its OAuth token with the caller's context).
+func resolveKey(req *http.Request, header string, noAction bool) (key string, src keySource, replaced string, err error) {
+	callerKey := req.Header.Get(header)
+	if a, ok := ActionFrom(req.Context()); ok && !noAction {
 		if a.Key == "" {
-			return "", keyNone, ErrInvalidAction
+			return "", keyNone, "", ErrInvalidAction
 		}
-		return a.IdempotencyKey(), keyAction, nil
+		key = a.IdempotencyKey()
+		if callerKey != key {
+			replaced = callerKey
+		}
+		return key, keyAction, replaced, nil
+	}
+	if callerKey != "" {
+		return callerKey, keyCaller, "", nil
 	}
 	if isIdempotent(req.Method) {
-		return "", keyNone, nil
+		return "", keyNone, "", nil
 	}
-	return uuid.NewString(), keyGenerated, nil
+	return uuid.NewString(), keyGenerated, "", nil
 }
 
 // isIdempotent reports whether method is idempotent (RFC 9110 §9.2.2).

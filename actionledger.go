@@ -23,6 +23,7 @@ type ledgerGate struct {
 	key    ledger.Key
 	cfg    *Config
 	caller *http.Request // for the fingerprint and the Observer
+	route  string        // for the Observer
 	// token is the fencing token; zero while the call does not own the
 	// action (nothing to record or settle).
 	token int64
@@ -204,7 +205,7 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 // decided reports the reservation's verdict to the Observer.
 func (g *ledgerGate) decided(v ledger.Verdict, path []string) {
 	if obs := g.cfg.Observer.Ledger; obs != nil {
-		obs(LedgerEvent{Request: g.caller, Action: g.key, Op: "reserve", Verdict: v, Path: path})
+		obs(LedgerEvent{Request: g.caller, Route: g.route, Action: g.key, Op: "reserve", Verdict: v, Path: path})
 	}
 }
 
@@ -212,7 +213,7 @@ func (g *ledgerGate) decided(v ledger.Verdict, path []string) {
 // Observer.
 func (g *ledgerGate) failed(op string, err error) {
 	if obs := g.cfg.Observer.Ledger; obs != nil {
-		obs(LedgerEvent{Request: g.caller, Action: g.key, Op: op, Err: err})
+		obs(LedgerEvent{Request: g.caller, Route: g.route, Action: g.key, Op: op, Err: err})
 	}
 }
 

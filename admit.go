@@ -15,6 +15,7 @@ type limitGate struct {
 	lim      limiter.Limiter
 	req      limiter.Request // the boundary and the tenant
 	caller   *http.Request   // for the Observer
+	route    string          // for the Observer
 	clock    clock
 	maxWait  time.Duration
 	observer *Observer
@@ -30,23 +31,24 @@ type admission struct {
 	cause error
 	// retryAt, with ErrRateLimited, is when the limiter expects room.
 	retryAt time.Time
+	// waited is the call's waits so far, this admission's included.
+	waited time.Duration
 }
 
 // admit waits on the limiter while the wait fits the deadline and MaxWait
-// (all waits of this admission counted together), and reports why not
-// otherwise.
-func (g *limitGate) admit(ctx context.Context, deadline time.Time) admission {
-	var waited time.Duration
+// (all waits of the call counted together, waited of them before this
+// admission), and reports why not otherwise.
+func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.Duration) admission {
 	for {
 		d, err := g.lim.Allow(ctx, g.req)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
-				return admission{stop: ctxErr, cause: err}
+				return admission{stop: ctxErr, cause: err, waited: waited}
 			}
-			return admission{stop: ErrLimiter, cause: err}
+			return admission{stop: ErrLimiter, cause: err, waited: waited}
 		}
 		if d.Allowed {
-			return admission{}
+			return admission{waited: waited}
 		}
 		now := g.clock.Now()
 		wait := max(d.RetryAfter, time.Millisecond)
@@ -56,14 +58,14 @@ func (g *limitGate) admit(ctx context.Context, deadline time.Time) admission {
 			wait = at.Sub(now)
 		}
 		if obs := g.observer.Limited; obs != nil {
-			obs(LimitEvent{Request: g.caller, Boundary: g.req.Boundary, Decision: d, Wait: wait})
+			obs(LimitEvent{Request: g.caller, Route: g.route, Boundary: g.req.Boundary, Decision: d, Wait: wait})
+		}
+		if waited+wait > g.maxWait || (!deadline.IsZero() && !at.Before(deadline)) {
+			return admission{stop: ErrRateLimited, retryAt: at, waited: waited}
 		}
 		waited += wait
-		if waited > g.maxWait || (!deadline.IsZero() && !at.Before(deadline)) {
-			return admission{stop: ErrRateLimited, retryAt: at}
-		}
 		if err := g.clock.Sleep(ctx, wait); err != nil {
-			return admission{stop: err, cause: err}
+			return admission{stop: err, cause: err, waited: waited}
 		}
 	}
 }
@@ -81,7 +83,7 @@ func (g *limitGate) cooldown(ctx context.Context, cls Classification) {
 		return
 	}
 	if obs := g.observer.Cooldown; obs != nil {
-		obs(CooldownEvent{Request: g.caller, Boundary: g.req.Boundary, Until: until})
+		obs(CooldownEvent{Request: g.caller, Route: g.route, Boundary: g.req.Boundary, Until: until})
 	}
 	_ = g.lim.Cooldown(ctx, g.req.Boundary, until)
 }

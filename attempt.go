@@ -70,7 +70,7 @@ func (c *call) report(a *sent) {
 		th.Record(c.dest, a.end, a.cls.Class == ClassSuccess || a.cls.Class == ClassBusiness)
 	}
 	if obs := c.t.cfg.Observer.Attempt; obs != nil {
-		ev := AttemptEvent{Request: c.req, Attempt: c.out.Attempts, Key: c.out.Key,
+		ev := AttemptEvent{Request: c.req, Route: c.t.route, Attempt: c.out.Attempts, Key: c.out.Key,
 			Class: a.cls.Class, Err: a.err, Start: a.start, Duration: a.end.Sub(a.start)}
 		if a.resp != nil {
 			ev.StatusCode = a.resp.StatusCode

@@ -36,6 +36,9 @@ func (c *call) next(cls Classification) (plan waitPlan, planned bool) {
 	plan = planWait(sched.Wait(c.bo.NextBackOff(), c.t.clock.Now(), cls.RetryAt, c.deadline))
 	switch {
 	case plan.stop != nil:
+	case c.waited+plan.delay > c.t.cfg.MaxWait:
+		// No call waits longer than MaxWait in all, deadline or not.
+		plan.stop = ErrWaitTooLong
 	case c.out.Attempts >= c.t.cfg.MaxAttempts:
 		plan.stop = ErrAttemptsExhausted
 	case !c.body.replayable():
@@ -79,7 +82,7 @@ func planWait(w schedule.Wait) waitPlan {
 func (c *call) withdraw() bool {
 	d := c.t.cfg.Budget.Withdraw(c.req.Context(), c.dest)
 	if obs := c.t.cfg.Observer.Budget; obs != nil {
-		obs(BudgetEvent{Request: c.req, Destination: c.dest, Decision: d})
+		obs(BudgetEvent{Request: c.req, Route: c.t.route, Destination: c.dest, Decision: d})
 	}
 	return d.Allowed
 }

@@ -43,41 +43,47 @@ type call struct {
 	// res is the latest attempt's result, kept here so handing it to the
 	// Classifier costs no allocation.
 	res AttemptResult
+	// resend holds the ids under which a give-up answers an SDK's
+	// re-sends of this call (see repeat); numbered reports that the call
+	// is itself an SDK's numbered re-send, counted as a retry.
+	resend   []string
+	numbered bool
+	// waited is the time the call has spent waiting, on backoff, on
+	// Retry-After and on the limiter; it never exceeds MaxWait.
+	waited time.Duration
 }
 
 // newCall prepares the key, body and deadline of one call.
 func (t *Transport) newCall(req *http.Request) (*call, error) {
-	key, src, err := resolveKey(req, t.cfg.KeyHeader)
+	key, src, replaced, err := resolveKey(req, t.cfg.KeyHeader, t.noAction)
 	if err != nil {
 		return nil, err
 	}
 	c := &call{t: t, req: req, header: req.Header, dest: t.cfg.Destination(req)}
-	c.out.Key = key
+	c.out.Key, c.out.Route = key, t.route
 	if c.header == nil {
 		// net/http refuses a nil header for good; an empty one is meant.
 		c.header, c.headerCopied = http.Header{}, true
 	}
 	if src == keyAction || src == keyGenerated {
-		if !c.headerCopied {
-			c.header, c.headerCopied = c.header.Clone(), true
-		}
-		c.header.Set(t.cfg.KeyHeader, key)
+		c.setKey(key, replaced)
 	}
 	action, hasAction := ActionFrom(req.Context())
+	hasAction = hasAction && !t.noAction
 	// A hop of a redirect that http.Client follows (req.Response is set)
 	// is not a new action: the first hop holds the ledger record.
 	if hasAction && t.cfg.Ledger.Store != nil && req.Response == nil {
-		c.led = &ledgerGate{key: action, cfg: &t.cfg, caller: req}
+		c.led = &ledgerGate{key: action, cfg: &t.cfg, caller: req, route: t.route}
 	}
 	if t.cfg.Limiter != nil {
 		// The tenant of the action is the limiter's owner, for its
 		// per-owner share.
 		c.limit = limitGate{lim: t.cfg.Limiter, req: limiter.Request{Boundary: t.cfg.Boundary(req), Owner: action.Tenant},
-			caller: req, clock: t.clock, maxWait: t.cfg.MaxWait, observer: &t.cfg.Observer}
+			caller: req, route: t.route, clock: t.clock, maxWait: t.cfg.MaxWait, observer: &t.cfg.Observer}
 	}
 	idempotent := isIdempotent(req.Method)
-	c.repeatable = idempotent || src == keyCaller || src == keyAction ||
-		(src == keyGenerated && t.cfg.KeysHonoured)
+	c.repeatable = idempotent || src == keyCaller || (src == keyAction && !t.cfg.OmitKey) ||
+		(src == keyGenerated && t.cfg.KeysHonoured && !t.cfg.OmitKey)
 	c.traced = !idempotent
 	if c.body, err = prepareBody(req, t.cfg.MaxBodyBuffer); err != nil {
 		return nil, err
@@ -100,6 +106,9 @@ func noCancel() {}
 // one writer of c.out.
 func (c *call) run() (*http.Response, error) {
 	ctx := c.req.Context()
+	if resp, err, done := c.repeat(); done {
+		return resp, err
+	}
 	if c.led != nil {
 		body, bodyErr := c.body.content(c.t.cfg.MaxBodyBuffer)
 		r := c.led.reserve(ctx, body, bodyErr, c.t.clock.Now())
@@ -116,10 +125,14 @@ func (c *call) run() (*http.Response, error) {
 		c.out.Class = ClassCapacity
 		return c.giveUp(nil, nil, ErrThrottled, noCancel)
 	}
-	c.t.cfg.Budget.Deposit(ctx, c.dest)
+	if !c.numbered {
+		c.t.cfg.Budget.Deposit(ctx, c.dest)
+	}
 	for {
 		if c.limit.lim != nil {
-			if adm := c.limit.admit(ctx, c.deadline); adm.stop != nil {
+			adm := c.limit.admit(ctx, c.deadline, c.waited)
+			c.waited = adm.waited
+			if adm.stop != nil {
 				c.out.Class = ClassCapacity
 				if adm.stop == ErrRateLimited {
 					c.out.RetryAt = adm.retryAt
@@ -162,9 +175,10 @@ func (c *call) run() (*http.Response, error) {
 		c.discard(a.resp)
 		a.cancel()
 		if obs := c.t.cfg.Observer.Retry; obs != nil {
-			obs(RetryEvent{Request: c.req, Attempt: c.out.Attempts + 1, Key: c.out.Key,
+			obs(RetryEvent{Request: c.req, Route: c.t.route, Attempt: c.out.Attempts + 1, Key: c.out.Key,
 				Class: a.cls.Class, Delay: plan.delay, RetryAfter: plan.retryAfter})
 		}
+		c.waited += plan.delay
 		if err := c.t.clock.Sleep(ctx, plan.delay); err != nil {
 			return c.giveUp(nil, err, err, noCancel)
 		}
@@ -211,6 +225,7 @@ func (c *call) giveUp(resp *http.Response, err, reason error, cancel context.Can
 	}
 	c.body.close()
 	c.settle(resp)
+	c.remember(resp, err)
 	if obs := c.t.cfg.Observer.GiveUp; obs != nil {
 		obs(GiveUpEvent{Request: c.req, Outcome: c.out})
 	}

@@ -18,6 +18,14 @@ type Transport struct {
 	cfg    Config
 	clock  clock
 	routes []route
+	// route names the Route this Transport serves; empty for the
+	// Transport the caller made.
+	route string
+	// noAction makes calls ignore the context's Action (Route.NoAction).
+	noAction bool
+	// gaveUp remembers recent give-ups, to answer an SDK's re-send of a
+	// call already given up on without sending it.
+	gaveUp giveUps
 }
 
 // New returns a Transport configured by cfg, whose zero fields take their
@@ -62,7 +70,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, refused(ErrBodyUnreadable, err)
 	}
-	return c.run()
+	resp, err := c.run()
+	captureOutcome(req.Context(), c.out)
+	return resp, err
 }
 
 // CloseIdleConnections closes the idle connections of the base transport,

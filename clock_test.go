@@ -51,7 +51,8 @@ func newFakeTransport(cfg Config) (*Transport, *fakeClock) {
 // Regression (issue 11): the budget a Transport builds by default read
 // time.Now, so a fake Transport clock never reached it. Its floor of 10
 // retries per second must refill on the Transport's clock, and so must a
-// route's.
+// route's (which inherits the Transport's Budget: each subtest uses its own
+// destination).
 func TestDefaultBudgetRunsOnTheTransportClock(t *testing.T) {
 	tr, fc := newFakeTransport(Config{Routes: []Route{{Host: "routed.example"}}})
 	ctx := context.Background()
@@ -63,7 +64,7 @@ func TestDefaultBudgetRunsOnTheTransportClock(t *testing.T) {
 			budget := b.tr.cfg.Budget
 			allowed := func() (n int) {
 				for range 20 {
-					if budget.Withdraw(ctx, "api").Allowed {
+					if budget.Withdraw(ctx, "api-"+b.name).Allowed {
 						n++
 					}
 				}

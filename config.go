@@ -37,6 +37,12 @@ type Config struct {
 	// generated-key request only when it cannot have been applied; a
 	// caller-set key or an Action always counts as honoured.
 	KeysHonoured bool
+	// OmitKey sends no key header of the Transport's own, for providers
+	// that document none: no generated key, and an Action's key only in
+	// place of a key the caller or an SDK already put in the header. An
+	// Action then no longer asserts that the provider honours its key.
+	// False (the default) sends a key with every call that has one.
+	OmitKey bool
 
 	// MaxAttempts limits the attempts per call, the first included. Zero
 	// means 4; a negative value means 1 (no retries).
@@ -51,9 +57,11 @@ type Config struct {
 	// delay d becomes a uniform pick in [d×(1−Jitter), d×(1+Jitter)].
 	// Zero means 0.5; a negative value disables jitter.
 	Jitter float64
-	// MaxWait is the longest Retry-After the Transport obeys by sleeping.
-	// A longer one ends the call at once with ErrWaitTooLong and the
-	// provider's time in Outcome.RetryAt. Zero means 60s.
+	// MaxWait is the longest a call waits in all, backoff, Retry-After
+	// and limiter waits together, deadline or not. A wait that would go
+	// past it ends the call at once with ErrWaitTooLong and the time to
+	// come back in Outcome.RetryAt (the provider's, when it named one).
+	// Zero means 60s.
 	MaxWait time.Duration
 	// Deadline bounds a whole call, every attempt and wait included, on
 	// top of the request context's deadline. Zero means no bound beyond

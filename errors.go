@@ -19,7 +19,8 @@ var (
 	// at once instead of sleeping into it. RetryAt says when to come back.
 	ErrDeadline = errors.New("retrybudget: retry cannot fit the deadline")
 	// ErrWaitTooLong means the provider asked for a wait longer than
-	// Config.MaxWait. RetryAt is the time the provider asked for.
+	// Config.MaxWait, or the call's waits together would pass it. RetryAt
+	// is the time to come back: the provider's, when it named one.
 	ErrWaitTooLong = errors.New("retrybudget: provider asked to wait longer than allowed")
 	// ErrUncertain means the last attempt may have been applied by the
 	// provider and repeating it is not safe (no idempotency key and a

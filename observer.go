@@ -30,12 +30,16 @@ type Observer struct {
 	// Ledger is called for every action ledger decision (a
 	// ledger.Verdict) and for every store operation that failed.
 	Ledger func(LedgerEvent)
+	// KeyReplaced is called when an Action's key replaces the key the
+	// caller or an SDK had put in the key header.
+	KeyReplaced func(KeyEvent)
 }
 
 // isZero reports whether o observes nothing.
 func (o *Observer) isZero() bool {
 	return o.Attempt == nil && o.Retry == nil && o.GiveUp == nil &&
-		o.Budget == nil && o.Limited == nil && o.Cooldown == nil && o.Ledger == nil
+		o.Budget == nil && o.Limited == nil && o.Cooldown == nil && o.Ledger == nil &&
+		o.KeyReplaced == nil
 }
 
 // Observers returns an Observer that calls each of obs in turn for every
@@ -50,6 +54,7 @@ func Observers(obs ...Observer) Observer {
 		o.Limited = chain(o.Limited, x.Limited)
 		o.Cooldown = chain(o.Cooldown, x.Cooldown)
 		o.Ledger = chain(o.Ledger, x.Ledger)
+		o.KeyReplaced = chain(o.KeyReplaced, x.KeyReplaced)
 	}
 	return o
 }
@@ -69,6 +74,8 @@ func chain[E any](a, b func(E)) func(E) {
 type BudgetEvent struct {
 	// Request is the caller's request.
 	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
 	// Destination is the budget's destination key.
 	Destination string
 	// Decision is the budget's answer; Decision.Ratio() is the current
@@ -80,6 +87,8 @@ type BudgetEvent struct {
 type AttemptEvent struct {
 	// Request is the caller's request.
 	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
 	// Attempt is the attempt's number, starting at 1.
 	Attempt int
 	// Key is the idempotency key sent, if any.
@@ -100,6 +109,8 @@ type AttemptEvent struct {
 type RetryEvent struct {
 	// Request is the caller's request.
 	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
 	// Attempt is the number of the attempt that will be sent next.
 	Attempt int
 	// Key is the idempotency key sent, if any.
@@ -124,6 +135,8 @@ type GiveUpEvent struct {
 type LimitEvent struct {
 	// Request is the caller's request.
 	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
 	// Boundary is the limiter boundary the request counts against.
 	Boundary string
 	// Decision is the limiter's answer.
@@ -137,6 +150,8 @@ type LimitEvent struct {
 type CooldownEvent struct {
 	// Request is the caller's request whose answer caused the pause.
 	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
 	// Boundary is the paused limiter boundary.
 	Boundary string
 	// Until is the end of the pause.
@@ -147,6 +162,8 @@ type CooldownEvent struct {
 type LedgerEvent struct {
 	// Request is the caller's request.
 	Request *http.Request
+	// Route names the Route that matched the request; empty when none did.
+	Route string
 	// Action is the action.
 	Action Action
 	// Op is the store operation: "reserve" for the decision taken before

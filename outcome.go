@@ -38,6 +38,14 @@ type Outcome struct {
 	// BodyOmitted reports, on a replay, that the stored body was too large
 	// to keep and the replayed body is empty.
 	BodyOmitted bool
+	// Route names the Route whose policy applied (Route.Name, else its
+	// host and path prefix); empty when no Route matched and the
+	// Transport's own Config applied.
+	Route string
+	// Repeated reports an SDK's re-send of a call the Transport had
+	// already given up on, answered at once from that give-up without
+	// sending: the other fields are the give-up's.
+	Repeated bool
 	// Reason is nil on success, else why the Transport stopped: one of the
 	// Err* sentinels of this package, or the context's error.
 	Reason error

@@ -9,6 +9,9 @@ import (
 // classifier, key header, backoff, attempts, budget, limiter and boundary.
 // Requests that match no Route use the Transport's own Config.
 type Route struct {
+	// Name names the Route in the Outcome and in every Observer event.
+	// Empty means Host followed by PathPrefix.
+	Name string
 	// Host is the destination host, compared case-insensitively with the
 	// request URL's host, with or without its port: "api.stripe.com",
 	// "localhost:8080". A leading "*." matches any subdomain:
@@ -18,9 +21,21 @@ type Route struct {
 	// it. Among matching Routes the longest PathPrefix wins; on a tie, the
 	// first.
 	PathPrefix string
+	// NoAction makes the Route's requests carry no Action: no action key
+	// and no ledger record, whatever the context holds. It suits auxiliary
+	// calls, such as an SDK fetching an OAuth token with the caller's
+	// context.
+	NoAction bool
+	// Auxiliary lists path prefixes of the provider's auxiliary calls
+	// (auth and token endpoints, such as PayPal's /v1/oauth2/token) under
+	// Host: they follow the Route's policy but carry no Action, as with
+	// NoAction.
+	Auxiliary []string
 	// Config is the route's policy. Its zero fields take the documented
-	// defaults, except Base and Observer, which, left zero, are the
-	// Transport's. Its Routes are ignored.
+	// defaults, except these, which, left zero, are the Transport's: Base,
+	// Observer, the Ledger's fields (Store, Headers, Owner, Lease,
+	// Reconciler), Limiter, Boundary, Budget and Throttle. Its Routes are
+	// ignored.
 	Config Config
 }
 
@@ -32,25 +47,69 @@ type route struct {
 	t      *Transport
 }
 
-// newRoutes builds a Transport per Route, on clk, inheriting parent's Base
-// and Observer where the Route leaves them zero.
+// newRoutes builds a Transport per Route, and one more per auxiliary path,
+// on clk, each inheriting what the Route leaves zero from parent (see
+// Route.Config). parent has its defaults applied.
 func newRoutes(parent Config, clk clock) []route {
 	rs := make([]route, 0, len(parent.Routes))
 	for _, r := range parent.Routes {
-		cfg := r.Config
-		cfg.Routes = nil
-		if cfg.Base == nil {
-			cfg.Base = parent.Base
-		}
-		if cfg.Observer.isZero() {
-			cfg.Observer = parent.Observer
+		cfg := inherit(r.Config, parent).withDefaults(clk)
+		name := r.Name
+		if name == "" {
+			name = r.Host + r.PathPrefix
 		}
 		host := strings.ToLower(r.Host)
 		suffix := strings.HasPrefix(host, "*.")
-		rs = append(rs, route{host: strings.TrimPrefix(host, "*"), suffix: suffix, prefix: r.PathPrefix,
-			t: &Transport{cfg: cfg.withDefaults(clk), clock: clk}})
+		host = strings.TrimPrefix(host, "*")
+		rs = append(rs, route{host: host, suffix: suffix, prefix: r.PathPrefix,
+			t: &Transport{cfg: cfg, clock: clk, route: name, noAction: r.NoAction}})
+		for _, p := range r.Auxiliary {
+			rs = append(rs, route{host: host, suffix: suffix, prefix: p,
+				t: &Transport{cfg: cfg, clock: clk, route: name, noAction: true}})
+		}
 	}
 	return rs
+}
+
+// inherit fills the fields of a route's cfg that a route shares with its
+// parent when left zero.
+func inherit(cfg, parent Config) Config {
+	cfg.Routes = nil
+	if cfg.Base == nil {
+		cfg.Base = parent.Base
+	}
+	if cfg.Observer.isZero() {
+		cfg.Observer = parent.Observer
+	}
+	led, pled := &cfg.Ledger, parent.Ledger
+	if led.Store == nil {
+		led.Store = pled.Store
+	}
+	if led.Headers == nil {
+		led.Headers = pled.Headers
+	}
+	if led.Owner == "" {
+		led.Owner = pled.Owner
+	}
+	if led.Lease == 0 {
+		led.Lease = pled.Lease
+	}
+	if led.Reconciler == nil {
+		led.Reconciler = pled.Reconciler
+	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = parent.Limiter
+	}
+	if cfg.Boundary == nil {
+		cfg.Boundary = parent.Boundary
+	}
+	if cfg.Budget == nil {
+		cfg.Budget = parent.Budget
+	}
+	if cfg.Throttle == nil {
+		cfg.Throttle = parent.Throttle
+	}
+	return cfg
 }
 
 // match returns the Transport of the Route that req matches, or nil.

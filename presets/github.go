@@ -15,6 +15,10 @@ import (
 // limit that gives no other hint: "wait for at least one minute".
 const githubSecondaryWait = time.Minute
 
+// githubMaxWait is the preset's MaxWait: below githubSecondaryWait, so a
+// secondary limit without retry-after ends the call at once.
+const githubMaxWait = 30 * time.Second
+
 // GitHub returns the policy for the GitHub REST API (api.github.com).
 //
 // Source:
@@ -40,13 +44,16 @@ const githubSecondaryWait = time.Minute
 //     a reset ahead pauses the boundary until the reset: the next request
 //     would be refused, and GitHub warns that continuing to send requests
 //     while limited may get an integration banned.
-//   - Key: GitHub documents no idempotency key, so none is honoured: a
+//   - Key: GitHub documents no idempotency key, so none is sent (OmitKey)
+//     and none is honoured: a
 //     POST that may have been applied is not repeated (ErrUncertain).
 //   - Three attempts, 1s doubling up to 30s; GitHub asks for exponential
 //     waits and an error "after a specific number of retries" (the count
-//     is our choice). A primary reset is usually further off than MaxWait
-//     (60s): the call then ends at once with ErrWaitTooLong and RetryAt,
-//     instead of holding a worker. The limiters cap one cooldown at their
+//     is our choice). MaxWait is 30s (our choice): a secondary limit
+//     without retry-after (one minute) or a primary reset ends the call at
+//     once with ErrWaitTooLong and RetryAt, instead of holding a worker in
+//     RoundTrip, as go-github alone returns AbuseRateLimitError at once.
+//     To wait instead, raise MaxWait on the copy (to 61s for the minute). The limiters cap one cooldown at their
 //     MaxCooldown (five minutes by default), so to hold the fleet until an
 //     hourly reset, raise MaxCooldown to an hour.
 //   - Boundary: the host, a hash of the Authorization header, and the
@@ -55,10 +62,16 @@ const githubSecondaryWait = time.Minute
 //     spent search quota must not pause core requests. The mapping by path
 //     is our approximation of x-ratelimit-resource, which is only known
 //     after the response.
+//   - Auxiliary: /app/installations/ (a GitHub App's installation token
+//     requests) carries no Action.
 func GitHub() retrybudget.Route {
 	return retrybudget.Route{
-		Host: "api.github.com",
+		Name:      "github",
+		Host:      "api.github.com",
+		Auxiliary: []string{"/app/installations/"},
 		Config: retrybudget.Config{
+			OmitKey:     true,
+			MaxWait:     githubMaxWait,
 			MaxAttempts: 3,
 			BaseDelay:   time.Second,
 			MaxDelay:    30 * time.Second,

@@ -31,7 +31,8 @@ import (
 //   - x-ratelimit-remaining-requests and x-ratelimit-remaining-tokens at 0
 //     pause the boundary until x-ratelimit-reset-requests or
 //     x-ratelimit-reset-tokens, which are durations such as "6m0s".
-//   - Key: the API documents no idempotency key, so none is honoured: a
+//   - Key: the API documents no idempotency key, so none is sent
+//     (OmitKey) unless an SDK or the caller sets one, and none is honoured: a
 //     POST that got a 5xx is repeated only when x-should-retry: true says
 //     so (our choice; the SDKs repeat 5xx, which may bill twice). 409 is a
 //     business answer unless x-should-retry: true.
@@ -44,8 +45,10 @@ import (
 //     models of that key.
 func OpenAI() retrybudget.Route {
 	return retrybudget.Route{
+		Name: "openai",
 		Host: "api.openai.com",
 		Config: retrybudget.Config{
+			OmitKey:     true,
 			MaxAttempts: 3,
 			BaseDelay:   500 * time.Millisecond,
 			MaxDelay:    8 * time.Second,

@@ -27,9 +27,14 @@ import (
 //   - Three attempts, 1s doubling up to 10s (our choice).
 //   - Boundary: the host and a hash of the Authorization header (the
 //     OAuth access token of the app).
+//   - Auxiliary: /v1/oauth2/token, where SDKs such as plutov/paypal fetch
+//     the access token with the caller's context, carries no Action: it
+//     takes neither the action's key nor its ledger record.
 func PayPal() retrybudget.Route {
 	return retrybudget.Route{
-		Host: "api-m.paypal.com",
+		Name:      "paypal",
+		Host:      "api-m.paypal.com",
+		Auxiliary: []string{"/v1/oauth2/token"},
 		Config: retrybudget.Config{
 			KeyHeader:    "PayPal-Request-Id",
 			KeysHonoured: true,

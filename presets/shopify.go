@@ -42,19 +42,24 @@ const maxCallLimit = 1_000_000
 //     alone would refuse the decimal). Without one, RetryAt is one slot's
 //     drain time.
 //   - Key: the REST Admin API documents no idempotency key header, so
-//     none is honoured: a POST that may have been applied is not
+//     none is sent (OmitKey) and none is honoured: a POST that may have been applied is not
 //     repeated (ErrUncertain).
 //   - The GraphQL Admin API (admin/api/.../graphql.json) is limited by
 //     query cost reported in the response body, which this preset does not
 //     read; its 429s are still honoured.
 //   - Three attempts, 500ms doubling up to 10s (our choice).
+//   - Auxiliary: /admin/oauth/ (the access token exchange) carries no
+//     Action.
 //   - Boundary: the store's host and a hash of X-Shopify-Access-Token,
 //     since the bucket is per app and store.
 func Shopify() retrybudget.Route {
 	return retrybudget.Route{
+		Name:       "shopify",
 		Host:       "*.myshopify.com",
 		PathPrefix: "/admin/api/",
+		Auxiliary:  []string{"/admin/oauth/"},
 		Config: retrybudget.Config{
+			OmitKey:     true,
 			MaxAttempts: 3,
 			BaseDelay:   500 * time.Millisecond,
 			MaxDelay:    10 * time.Second,

@@ -37,6 +37,7 @@ import (
 //     several keys share one account.
 func Stripe() retrybudget.Route {
 	return retrybudget.Route{
+		Name: "stripe",
 		Host: "api.stripe.com",
 		Config: retrybudget.Config{
 			KeyHeader:    "Idempotency-Key",

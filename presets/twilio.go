@@ -21,7 +21,7 @@ import (
 //     sending a message.
 //   - Key: Twilio's REST API documents no idempotency key for requests
 //     (its I-Twilio-Idempotency-Token is on the webhooks it sends), so
-//     none is honoured: a POST that got a 5xx or lost its connection after
+//     none is sent (OmitKey) and none is honoured: a POST that got a 5xx or lost its connection after
 //     being written is not repeated (ErrUncertain), because the message
 //     or call may already exist. Reconcile by listing resources.
 //   - Three attempts, 1s doubling up to 30s (our choice; Twilio asks for
@@ -30,8 +30,10 @@ import (
 //     account or API key credentials); concurrency is limited per account.
 func Twilio() retrybudget.Route {
 	return retrybudget.Route{
+		Name: "twilio",
 		Host: "*.twilio.com",
 		Config: retrybudget.Config{
+			OmitKey:     true,
 			MaxAttempts: 3,
 			BaseDelay:   time.Second,
 			MaxDelay:    30 * time.Second,

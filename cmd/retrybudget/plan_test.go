@@ -104,7 +104,7 @@ amplification in a total outage: 1.1 attempts per call with the budget, 3 withou
 			want: `policy: preset github (api.github.com)
   max attempts     3
   backoff          1s doubling, capped at 30s, jitter ±50%
-  max wait         1m0s
+  max wait         30s
   deadline         10s
   attempt timeout  none (every failing attempt assumed to take 1s)
   retry-after      1m30s on every failure (assumed)
@@ -115,7 +115,7 @@ attempt  wait before it  earliest start  latest start  fits 10s deadline
 1        -               0s              0s            yes
 2        -               -               -             never: wait_too_long
 3        -               -               -             never: wait_too_long
-never: the Retry-After 1m30s is longer than MaxWait 1m0s, so the call gives up at once after attempt 1 with ErrWaitTooLong
+never: the Retry-After 1m30s is longer than MaxWait 30s, so the call gives up at once after attempt 1 with ErrWaitTooLong
 
 worst case: the call ends at the latest 1s after it starts, giving up with wait_too_long after attempt 1
 amplification in a total outage: 1 attempt per call (no budget)

@@ -1,0 +1,181 @@
+package retrybudget
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/retrybudget/retrybudget/internal/readahead"
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// An SDK with retries of its own (stripe-go, openai-go at their defaults)
+// re-sends a call the Transport has already given up on, multiplying the
+// Transport's attempts by its own and undoing its stops: a POST declared
+// uncertain is sent again, a Retry-After is cut short. The Transport
+// recognises such a re-send and answers it at once from the give-up,
+// without sending, counting it in the Budget as a retry rather than as a new
+// call. It recognises it by the key the SDK put in the key header (stripe-go
+// keeps one per call across its retries) or, for an SDK that numbers its
+// re-sends in a retry-count header (openai-go's X-Stainless-Retry-Count), by
+// that number above zero and the request's fingerprint.
+
+// resendWindow is how long a give-up answers re-sends: longer than any
+// SDK's sleep between two sends (stripe-go at most 5s, openai-go 8s),
+// short enough that a job re-run by its queue later is a new call.
+const resendWindow = 30 * time.Second
+
+// maxGiveUps bounds the give-ups a Transport remembers.
+const maxGiveUps = 10_000
+
+// resendBodyLimit and resendBodyWait bound the response body kept to answer
+// re-sends with; a larger or slower one is answered with an empty body.
+const (
+	resendBodyLimit = 64 << 10
+	resendBodyWait  = 100 * time.Millisecond
+)
+
+// retryCount reads the number an SDK gives its re-sends of one call, 0 on
+// the first send; ok is false when the request carries no such header.
+func retryCount(h http.Header) (n int, ok bool) {
+	for _, name := range [...]string{"X-Stainless-Retry-Count"} {
+		if v := h.Get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// giveUps remembers recent give-ups by the ids of their calls.
+type giveUps struct {
+	mu sync.Mutex // guards m
+	m  map[string]*giveUp
+}
+
+// giveUp is what a re-send is answered with.
+type giveUp struct {
+	out   Outcome
+	cause error
+	// status, header and body are the response given up on; status is 0
+	// when the give-up returned an error.
+	status int
+	header http.Header
+	body   []byte
+	until  time.Time
+}
+
+// get returns the live give-up of any of ids.
+func (g *giveUps) get(ids []string, now time.Time) *giveUp {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, id := range ids {
+		if e := g.m[id]; e != nil && now.Before(e.until) {
+			return e
+		}
+	}
+	return nil
+}
+
+// put remembers e under ids.
+func (g *giveUps) put(ids []string, e *giveUp, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = map[string]*giveUp{}
+	}
+	if len(g.m) >= maxGiveUps {
+		for id, old := range g.m {
+			if !now.Before(old.until) || len(g.m) >= maxGiveUps {
+				delete(g.m, id)
+			}
+		}
+	}
+	for _, id := range ids {
+		g.m[id] = e
+	}
+}
+
+// resendIDs returns the ids under which the call's give-up answers an
+// SDK's re-sends: the key the caller or SDK put in the key header, and the
+// fingerprint when an SDK numbers its sends. lookup is the ids to look the
+// call itself up by: the key, and the fingerprint only when the call is a
+// numbered re-send (a first send of an identical request is a new call).
+func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
+	if k := c.req.Header.Get(c.t.cfg.KeyHeader); k != "" {
+		ids = append(ids, "key\x00"+k)
+	}
+	n, ok := retryCount(c.req.Header)
+	lookup = ids
+	if !ok {
+		return ids, lookup, false
+	}
+	body, err := c.body.content(c.t.cfg.MaxBodyBuffer)
+	if err != nil {
+		return ids, lookup, n > 0
+	}
+	fp := ledger.Fingerprint(c.req.Method, c.req.URL, c.req.Header, []string{"Authorization"}, body)
+	ids = append(ids, "fp\x00"+fp)
+	if n > 0 {
+		lookup = ids
+	}
+	return ids, lookup, n > 0
+}
+
+// repeat answers the call from an earlier give-up when it is an SDK's
+// re-send of it. A numbered re-send of a call given up on elsewhere (another
+// process, or too long ago) counts as a retry in the Budget, and is not
+// sent when the Budget refuses it. done reports that the call is answered.
+func (c *call) repeat() (resp *http.Response, err error, done bool) {
+	ids, lookup, numbered := c.resendIDs()
+	c.resend = ids
+	if len(lookup) == 0 {
+		return nil, nil, false
+	}
+	if g := c.t.gaveUp.get(lookup, c.t.clock.Now()); g != nil {
+		c.withdraw() // a retry, whatever the Budget says: nothing is sent
+		resp, err = c.answer(g)
+		return resp, err, true
+	}
+	if !numbered {
+		return nil, nil, false
+	}
+	c.numbered = true
+	if !c.withdraw() {
+		c.out.Class = ClassNotSent
+		resp, err = c.giveUp(nil, nil, ErrBudgetExhausted, func() {})
+		return resp, err, true
+	}
+	return nil, nil, false
+}
+
+// answer ends a re-sent call with its give-up: the same response, or the
+// same error.
+func (c *call) answer(g *giveUp) (*http.Response, error) {
+	c.body.close()
+	c.out = g.out
+	c.out.Repeated = true
+	if obs := c.t.cfg.Observer.GiveUp; obs != nil {
+		obs(GiveUpEvent{Request: c.req, Outcome: c.out})
+	}
+	if g.status == 0 {
+		return nil, &Error{Outcome: c.out, Cause: g.cause}
+	}
+	resp := replayResponse(c.req, &ledger.Outcome{Status: g.status, Header: g.header, Body: g.body})
+	return c.attach(resp, noCancel), nil
+}
+
+// remember keeps the call's give-up for its SDK's re-sends.
+func (c *call) remember(resp *http.Response, cause error) {
+	if len(c.resend) == 0 || c.out.Repeated {
+		return
+	}
+	now := c.t.clock.Now()
+	g := &giveUp{out: c.out, cause: cause, until: now.Add(resendWindow)}
+	if resp != nil {
+		g.status, g.header = resp.StatusCode, resp.Header.Clone()
+		g.body, _ = readahead.Read(resp, resendBodyLimit, resendBodyWait)
+	}
+	c.t.gaveUp.put(c.resend, g, now)
+}
