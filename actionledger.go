@@ -24,6 +24,9 @@ type ledgerGate struct {
 	cfg    *Config
 	caller *http.Request // for the fingerprint and the Observer
 	route  string        // for the Observer
+	// keyed reports that the request carries an idempotency key: a 409
+	// to it means "still in progress at the provider", never the answer.
+	keyed bool
 	// token is the fencing token; zero while the call does not own the
 	// action (nothing to record or settle).
 	token int64
@@ -180,12 +183,18 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	ctx = context.WithoutCancel(ctx) // record even if the caller gave up
 	store := g.cfg.Ledger.Store
 	answered := out.Reason == nil || out.Reason == ErrRejected
-	if resp == nil || !answered || (out.Class != ClassSuccess && out.Class != ClassBusiness) {
+	// A 409 to a keyed request says another request under the key is
+	// still being processed (IETF Idempotency-Key draft §2.7, Stripe):
+	// whatever a Classifier made of it, it is not the action's answer,
+	// and the request in progress may apply it.
+	inFlight := resp != nil && g.keyed && resp.StatusCode == http.StatusConflict
+	if resp == nil || !answered || inFlight || (out.Class != ClassSuccess && out.Class != ClassBusiness) {
 		reason := "gave up"
 		if out.Reason != nil {
 			reason = out.Reason.Error()
 		}
-		if err := store.Fail(ctx, g.key, g.token, ledger.Failure{EffectPossible: out.MaybeApplied, Reason: reason}); err != nil {
+		f := ledger.Failure{EffectPossible: out.MaybeApplied || inFlight, Reason: reason}
+		if err := store.Fail(ctx, g.key, g.token, f); err != nil {
 			g.failed("fail", err)
 		}
 		return

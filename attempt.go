@@ -42,7 +42,7 @@ func (c *call) send() sent {
 		return sent{err: err, cancel: cancel, bodyErr: true}
 	}
 	resp, err := c.t.cfg.Base.RoundTrip(areq)
-	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Now: c.t.clock.Now()}
+	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Now: c.t.clock.Now(), Repeatable: c.repeatable}
 	s := sent{resp: resp, err: err, cancel: cancel, start: start, end: c.res.Now}
 	if tr != nil {
 		// A Base that emits no httptrace events (a wrapper, a mock) gives

@@ -73,7 +73,8 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	// A hop of a redirect that http.Client follows (req.Response is set)
 	// is not a new action: the first hop holds the ledger record.
 	if hasAction && t.cfg.Ledger.Store != nil && req.Response == nil {
-		c.led = &ledgerGate{key: action, cfg: &t.cfg, caller: req, route: t.route}
+		c.led = &ledgerGate{key: action, cfg: &t.cfg, caller: req, route: t.route,
+			keyed: c.header.Get(t.cfg.KeyHeader) != ""}
 	}
 	if t.cfg.Limiter != nil {
 		// The tenant of the action is the limiter's owner, for its
@@ -195,7 +196,7 @@ func (c *call) record(cls Classification, resp *http.Response, resent bool) {
 	if resp != nil {
 		c.out.StatusCode = resp.StatusCode
 	}
-	c.out.MaybeApplied = c.out.MaybeApplied || resent || cls.Class.mayHaveApplied()
+	c.out.MaybeApplied = c.out.MaybeApplied || resent || cls.mayHaveApplied()
 }
 
 // replay answers with the stored outcome o of a completed action.
