@@ -27,6 +27,10 @@ type ledgerGate struct {
 	// keyed reports that the request carries an idempotency key: a 409
 	// to it means "still in progress at the provider", never the answer.
 	keyed bool
+	// deadline is the call's deadline (zero when none) and clock its
+	// time, to bound store calls (see storeContext).
+	deadline time.Time
+	clock    clock
 	// token is the fencing token; zero while the call does not own the
 	// action (nothing to record or settle).
 	token int64
@@ -65,7 +69,9 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		return reservation{stop: ErrBodyNotReplayable, cause: bodyErr}
 	}
 	cfg, req := g.cfg, g.caller
-	res, err := cfg.Ledger.Store.Reserve(ctx, ledger.ReserveRequest{
+	sctx, cancel := g.storeContext(ctx, false)
+	defer cancel()
+	res, err := cfg.Ledger.Store.Reserve(sctx, ledger.ReserveRequest{
 		Key:          g.key,
 		Fingerprint:  ledger.Fingerprint(req.Method, req.URL, req.Header, cfg.Ledger.Headers, body),
 		Owner:        cfg.Ledger.Owner,
@@ -75,6 +81,10 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 	})
 	if err != nil {
 		g.failed("reserve", err)
+		if !g.deadline.IsZero() && !g.clock.Now().Before(g.deadline) {
+			// The store took the call's time: nothing was sent.
+			return reservation{stop: ErrDeadline, cause: err}
+		}
 		return reservation{stop: ErrLedger, cause: err}
 	}
 	g.decided(res.Verdict, res.Path)
@@ -118,13 +128,17 @@ func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record, token int
 		g.own(ctx, token)
 		return reservation{}
 	case ledger.StateCompleted:
-		if serr := ledger.Settle(ctx, g.cfg.Ledger.Store, g.key, token, res); serr != nil {
+		sctx, cancel := g.storeContext(ctx, true)
+		defer cancel()
+		if serr := ledger.Settle(sctx, g.cfg.Ledger.Store, g.key, token, res); serr != nil {
 			g.failed("complete", serr)
 		}
 		o := res.Outcome
 		return reservation{replay: &o}
 	}
-	if serr := ledger.Settle(ctx, g.cfg.Ledger.Store, g.key, token, ledger.Resolution{State: ledger.StateUncertain, Reason: res.Reason}); serr != nil {
+	sctx, cancel := g.storeContext(ctx, true)
+	defer cancel()
+	if serr := ledger.Settle(sctx, g.cfg.Ledger.Store, g.key, token, ledger.Resolution{State: ledger.StateUncertain, Reason: res.Reason}); serr != nil {
 		g.failed("fail", serr)
 	}
 	return reservation{stop: ErrUncertain, cause: errors.Join(err, ledger.ErrUncertain), maybeApplied: true}
@@ -157,7 +171,9 @@ func (g *ledgerGate) attempt(ctx context.Context, cls Class) {
 	if g.token == 0 {
 		return
 	}
-	if _, err := g.cfg.Ledger.Store.AddAttempt(ctx, g.key, g.token, cls.String()); err != nil {
+	sctx, cancel := g.storeContext(ctx, true)
+	defer cancel()
+	if _, err := g.cfg.Ledger.Store.AddAttempt(sctx, g.key, g.token, cls.String()); err != nil {
 		g.failed("attempt", err)
 	}
 }
@@ -180,7 +196,8 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	if g.keeper != nil {
 		g.keeper.Stop()
 	}
-	ctx = context.WithoutCancel(ctx) // record even if the caller gave up
+	ctx, cancel := g.storeContext(ctx, true) // record even if the caller gave up
+	defer cancel()
 	store := g.cfg.Ledger.Store
 	answered := out.Reason == nil || out.Reason == ErrRejected
 	// A 409 to a keyed request says another request under the key is
@@ -202,13 +219,51 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	o := ledger.Outcome{Status: resp.StatusCode, Header: resp.Header, BodyOmitted: true, BodyLen: -1}
 	// An upgraded connection is a stream, not a body to store.
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		if body, ok := readahead.Read(resp, g.cfg.MaxBodyBuffer, settleWait); ok {
+		wait := settleWait
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		if body, ok := readahead.Read(resp, g.cfg.MaxBodyBuffer, wait); ok {
 			o.Body, o.BodyOmitted, o.BodyLen = body, false, 0
 		}
 	}
 	if err := store.Complete(ctx, g.key, g.token, o); err != nil {
 		g.failed("complete", err)
 	}
+}
+
+// storeTimeout bounds one store call of the ledger gate, as the inbound
+// middleware's reserveTimeout does: a hung store must not hold a call.
+const storeTimeout = 5 * time.Second
+
+// storeGrace is how long past the call's deadline a store call may still
+// run to record what happened: settling a call whose provider answered
+// just before the deadline should not fail for want of a millisecond.
+const storeGrace = 50 * time.Millisecond
+
+// storeContext returns the context of one store call, bounded by
+// storeTimeout and by the call's deadlines (the context's and Config's).
+// detach cuts it from ctx's cancellation and adds storeGrace, for calls
+// that record what was sent: they must run even when the caller gave up,
+// but never hold the call much past its deadline. A call cut off leaves the
+// record as it was (in progress): its lease runs out, and the next call,
+// Sweep or a Reconciler finds it.
+func (g *ledgerGate) storeContext(ctx context.Context, detach bool) (context.Context, context.CancelFunc) {
+	grace := time.Duration(0)
+	if detach {
+		grace = storeGrace
+	}
+	bound := storeTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		bound = min(bound, max(time.Until(dl), 0)+grace)
+	}
+	if !g.deadline.IsZero() {
+		bound = min(bound, max(g.deadline.Sub(g.clock.Now()), 0)+grace)
+	}
+	if detach {
+		ctx = context.WithoutCancel(ctx)
+	}
+	return context.WithTimeout(ctx, bound)
 }
 
 // decided reports the reservation's verdict to the Observer.

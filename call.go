@@ -97,6 +97,9 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 			c.deadline = dl
 		}
 	}
+	if c.led != nil {
+		c.led.deadline, c.led.clock = c.deadline, t.clock
+	}
 	return c, nil
 }
 
