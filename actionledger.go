@@ -2,6 +2,7 @@ package retrybudget
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,13 @@ type ledgerGate struct {
 	token int64
 	// keeper renews the lease while the owning call runs; nil otherwise.
 	keeper *ledger.Keeper
+	// marked reports that the action was marked as sending
+	// (Store.MarkSending), as the reservation promised before the first
+	// send.
+	marked bool
+	// lost reports that a fenced store call found the token no longer
+	// current: another worker owns the action now.
+	lost bool
 }
 
 // reservation is the ledger's answer before the call sends anything: send
@@ -69,16 +77,26 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		return reservation{stop: ErrBodyNotReplayable, cause: bodyErr}
 	}
 	cfg, req := g.cfg, g.caller
-	sctx, cancel := g.storeContext(ctx, false)
-	defer cancel()
-	res, err := cfg.Ledger.Store.Reserve(sctx, ledger.ReserveRequest{
+	rr := ledger.ReserveRequest{
 		Key:          g.key,
 		Fingerprint:  ledger.Fingerprint(req.Method, req.URL, req.Header, cfg.Ledger.Headers, body),
 		Owner:        cfg.Ledger.Owner,
 		Lease:        cfg.Ledger.Lease,
 		Reconciler:   cfg.Ledger.Reconciler != nil,
 		KeysHonoured: cfg.KeysHonoured,
-	})
+		// The nonce makes the request idempotent: sent again after a lost
+		// reply, it gets its own grant back instead of being held by it.
+		Nonce: ledger.NewNonce(),
+		// beforeSend marks the action before the first send, so a lease
+		// that runs out before it is provably unsent.
+		MarksSending: true,
+	}
+	res, err := g.reserveOnce(ctx, rr)
+	if err != nil && ctx.Err() == nil && (g.deadline.IsZero() || g.clock.Now().Before(g.deadline)) {
+		// The reply may have been lost after the store wrote the grant:
+		// the same request finds it.
+		res, err = g.reserveOnce(ctx, rr)
+	}
 	if err != nil {
 		g.failed("reserve", err)
 		if !g.deadline.IsZero() && !g.clock.Now().Before(g.deadline) {
@@ -95,7 +113,10 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 	case ledger.VerdictReplayed:
 		return reservation{replay: storedOutcome(res.Record.Outcome)}
 	case ledger.VerdictReconcile:
-		return g.reconcile(ctx, res.Record, res.Token)
+		// The lease is renewed while the Reconciler runs: a Reconciler
+		// slower than the lease must not let another worker take over.
+		g.own(ctx, res.Token)
+		return g.reconcile(ctx, res.Record)
 	case ledger.VerdictPending, ledger.VerdictDelayed:
 		return reservation{stop: ErrPending, cause: res.Err(), retryAt: now.Add(max(res.RetryAfter, time.Millisecond))}
 	case ledger.VerdictConflict:
@@ -103,6 +124,13 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 	default: // VerdictUncertain
 		return reservation{stop: ErrUncertain, cause: res.Err(), maybeApplied: true}
 	}
+}
+
+// reserveOnce sends one Reserve, bounded as every store call is.
+func (g *ledgerGate) reserveOnce(ctx context.Context, rr ledger.ReserveRequest) (ledger.Reservation, error) {
+	sctx, cancel := g.storeContext(ctx, false)
+	defer cancel()
+	return g.cfg.Ledger.Store.Reserve(sctx, rr)
 }
 
 // storedOutcome is o, or a bare 200 for a completed record without one.
@@ -117,17 +145,24 @@ func storedOutcome(o *ledger.Outcome) *ledger.Outcome {
 // owner died, and settles the record under token: a completed action is
 // replayed, one that never happened is sent under the same key, an unknown
 // one stays uncertain for an operator.
-func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record, token int64) reservation {
+func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record) reservation {
 	res, err := g.cfg.Ledger.Reconciler(ctx, rec)
 	if err != nil {
 		res = ledger.Resolution{State: ledger.StateUncertain, Reason: "reconciler failed"}
 	}
+	if g.lostLease() {
+		// Another worker took the action over while the Reconciler ran:
+		// its answer is that worker's to act on.
+		g.disown()
+		return reservation{stop: ErrPending, cause: ledger.ErrNotOwner, retryAt: g.clock.Now().Add(g.lease())}
+	}
+	token := g.token
 	switch res.State {
 	case ledger.StateFailed:
 		// The provider never acted: this call owns the action, send it.
-		g.own(ctx, token)
 		return reservation{}
 	case ledger.StateCompleted:
+		g.disown()
 		sctx, cancel := g.storeContext(ctx, true)
 		defer cancel()
 		if serr := ledger.Settle(sctx, g.cfg.Ledger.Store, g.key, token, res); serr != nil {
@@ -136,6 +171,7 @@ func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record, token int
 		o := res.Outcome
 		return reservation{replay: &o}
 	}
+	g.disown()
 	sctx, cancel := g.storeContext(ctx, true)
 	defer cancel()
 	if serr := ledger.Settle(sctx, g.cfg.Ledger.Store, g.key, token, ledger.Resolution{State: ledger.StateUncertain, Reason: res.Reason}); serr != nil {
@@ -152,9 +188,27 @@ func (g *ledgerGate) own(ctx context.Context, token int64) {
 	g.keeper = ledger.KeepLease(ctx, g.cfg.Ledger.Store, g.key, token, g.cfg.Ledger.Lease)
 }
 
-// lostLease reports whether the call owned its action and lost the lease
-// to another worker (its renewal met a newer fencing token).
+// disown ends the call's ownership without settling: the keeper stops
+// and settle records nothing.
+func (g *ledgerGate) disown() {
+	if g.keeper != nil {
+		g.keeper.Stop()
+	}
+	g.token = 0
+}
+
+// lease is the lease the call reserved with, for a retry hint.
+func (g *ledgerGate) lease() time.Duration {
+	return cmp.Or(g.cfg.Ledger.Lease, ledger.DefaultLease)
+}
+
+// lostLease reports whether the call owned its action and lost it to
+// another worker: a renewal or another fenced store call met a newer
+// fencing token.
 func (g *ledgerGate) lostLease() bool {
+	if g.lost {
+		return true
+	}
 	if g.keeper == nil {
 		return false
 	}
@@ -166,7 +220,42 @@ func (g *ledgerGate) lostLease() bool {
 	}
 }
 
-// attempt records one send of class cls in the action's history.
+// beforeSend checks, right before each attempt, that the call still owns
+// its action, and before the first marks it as sending (fenced by the
+// token, as the reservation promised). stop is nil when the attempt may
+// go; ErrPending when another worker took the action over (nothing more
+// is recorded: the record is that worker's); ErrLedger when the mark
+// could not be written, and then nothing was sent and the action is
+// failed with no effect possible.
+func (g *ledgerGate) beforeSend(ctx context.Context) (stop, cause error) {
+	if g.token == 0 {
+		return nil, nil
+	}
+	if g.lostLease() {
+		g.disown()
+		return ErrPending, ledger.ErrNotOwner
+	}
+	if g.marked {
+		return nil, nil
+	}
+	sctx, cancel := g.storeContext(ctx, false)
+	err := g.cfg.Ledger.Store.MarkSending(sctx, g.key, g.token)
+	cancel()
+	switch {
+	case err == nil:
+		g.marked = true
+		return nil, nil
+	case errors.Is(err, ledger.ErrNotOwner):
+		g.failed("mark sending", err)
+		g.disown()
+		return ErrPending, err
+	}
+	g.failed("mark sending", err)
+	return ErrLedger, err
+}
+
+// attempt records one send of class cls in the action's history. A token
+// found stale marks the lease lost, so no retry follows.
 func (g *ledgerGate) attempt(ctx context.Context, cls Class) {
 	if g.token == 0 {
 		return
@@ -175,6 +264,7 @@ func (g *ledgerGate) attempt(ctx context.Context, cls Class) {
 	defer cancel()
 	if _, err := g.cfg.Ledger.Store.AddAttempt(sctx, g.key, g.token, cls.String()); err != nil {
 		g.failed("attempt", err)
+		g.lost = g.lost || errors.Is(err, ledger.ErrNotOwner)
 	}
 }
 

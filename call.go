@@ -153,6 +153,15 @@ func (c *call) run() (*http.Response, error) {
 			}
 			return c.giveUp(nil, nil, ErrDeadline, noCancel)
 		}
+		if c.led != nil {
+			if stop, cause := c.led.beforeSend(ctx); stop != nil {
+				if c.out.Attempts == 0 {
+					c.out.Class = unsentClass(stop)
+				}
+				c.out.RetryAt = time.Time{}
+				return c.giveUp(nil, cause, stop, noCancel)
+			}
+		}
 		a := c.send()
 		if a.bodyErr {
 			return c.giveUp(nil, a.err, ErrBodyNotReplayable, a.cancel)

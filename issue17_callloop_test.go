@@ -2,6 +2,7 @@ package retrybudget
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -113,5 +114,209 @@ func TestSettleHonoursTheDeadlineWithAStoreThatWaitsOnItsContext(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("status %d; want the provider's 201", resp.StatusCode)
+	}
+}
+
+// redisStore returns a Redis ledger over a client of srv with opts, each
+// test under its own prefix.
+func redisStore(t *testing.T, srv *redistest.Server, opts redis.Options) (*ledger.Redis, *redis.Client) {
+	t.Helper()
+	opts.Addr = srv.Addr
+	client := redis.NewClient(&opts)
+	t.Cleanup(func() { client.Close() })
+	return ledgertest.Redis(t, client, redistest.Prefix(t)), client
+}
+
+// waitRedisTime returns once Redis's own clock, which judges leases, has
+// moved d past since (a reading of that clock).
+func waitRedisTime(t *testing.T, client *redis.Client, since time.Time, d time.Duration) {
+	t.Helper()
+	for give := time.Now().Add(10 * time.Second); ; {
+		now, err := client.Time(context.Background()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now.Sub(since) > d {
+			return
+		}
+		if time.Now().After(give) {
+			t.Fatalf("redis TIME did not move %v", d)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a clock, not synchronising
+	}
+}
+
+// lostReplyStore loses the reply to its first Reserve after the store
+// wrote it, as a Redis client timing out on a slow script does.
+type lostReplyStore struct {
+	ledger.Store
+	lost atomic.Bool
+}
+
+func (s *lostReplyStore) Reserve(ctx context.Context, r ledger.ReserveRequest) (ledger.Reservation, error) {
+	res, err := s.Store.Reserve(ctx, r)
+	if err == nil && s.lost.CompareAndSwap(false, true) {
+		return ledger.Reservation{}, errors.New("i/o timeout")
+	}
+	return res, err
+}
+
+func TestReserveWithALostReplyIsNotRefusedByItsOwnGrant(t *testing.T) {
+	// Regression (issue 17 item 7): a Reserve whose reply was lost after
+	// the store wrote the grant ended the call with ErrLedger, 0 provider
+	// calls, or was refused by its own reservation (ErrPending); after the
+	// lease the never-sent action came back as uncertain.
+	srv := redistest.Start(t)
+	for _, tc := range []struct {
+		name  string
+		store func(t *testing.T) ledger.Store
+		fault func(t *testing.T)
+	}{
+		{"reply lost", func(t *testing.T) ledger.Store {
+			return &lostReplyStore{Store: ledger.NewMemory(ledger.MemoryConfig{})}
+		}, func(*testing.T) {}},
+		{"Redis frozen 250ms, ReadTimeout 100ms", func(t *testing.T) ledger.Store {
+			s, client := redisStore(t, srv, redis.Options{ReadTimeout: 100 * time.Millisecond})
+			if err := client.Ping(t.Context()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}, func(t *testing.T) {
+			thaw := srv.Freeze(t)
+			time.AfterFunc(250*time.Millisecond, thaw) // the fault: Redis hangs this long
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPayments(t, false)
+			store := tc.store(t)
+			tr := New(Config{Ledger: LedgerConfig{Store: store}})
+			tc.fault(t)
+			resp, err := chargeTo(t, tr, p.URL, order, "x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if effects, calls := p.total(); resp.StatusCode != 201 || effects != 1 || calls != 1 {
+				t.Fatalf("status %d, effects %d, calls %d; want 201 sent once", resp.StatusCode, effects, calls)
+			}
+			if r := stateOf(t, store, order); r.State != ledger.StateCompleted || !r.Sending {
+				t.Fatalf("record %v, sending %v; want completed, marked as sending", r.State, r.Sending)
+			}
+		})
+	}
+}
+
+// unmarkableStore cannot write the sending mark, as a store that went
+// down right after Reserve.
+type unmarkableStore struct{ ledger.Store }
+
+func (unmarkableStore) MarkSending(context.Context, ledger.Key, int64) error {
+	return errors.New("connection refused")
+}
+
+func TestNothingIsSentWithoutTheSendingMark(t *testing.T) {
+	// Regression (issue 17 item 7): the Transport sent without marking
+	// the action, so a lease that ran out could not tell a never-sent
+	// action from one that may have been applied.
+	p := newPayments(t, false)
+	store := unmarkableStore{ledger.NewMemory(ledger.MemoryConfig{})}
+	tr := New(Config{Ledger: LedgerConfig{Store: store}})
+	_, err := chargeTo(t, tr, p.URL, order, "x")
+	e, ok := errors.AsType[*Error](err)
+	if !ok || !errors.Is(err, ErrLedger) || e.Attempts != 0 || e.MaybeApplied || e.Class != ClassNotSent {
+		t.Fatalf("error %v; want ErrLedger, nothing sent", err)
+	}
+	if _, calls := p.total(); calls != 0 {
+		t.Fatalf("calls %d; want none", calls)
+	}
+	if r := stateOf(t, store, order); r.State != ledger.StateFailed {
+		t.Fatalf("record %v; want failed with no effect possible, so the next call sends it", r.State)
+	}
+}
+
+// unrenewedStore accepts every renewal without extending the lease, as a
+// store whose renewals are lost does.
+type unrenewedStore struct{ ledger.Store }
+
+func (unrenewedStore) Renew(context.Context, ledger.Key, int64, time.Duration) error { return nil }
+
+func TestSlowReconcilerNeverLetsTwoWorkersSend(t *testing.T) {
+	// Regression (issue 17 item 1): the reconcile grant ran the Reconciler
+	// with nothing renewing the lease, then sent without checking that it
+	// still owned the action. Dead owner, workers A and B, lease 300 ms,
+	// reconciler 400 ms: both got 201, 2 effects, history
+	// [dead:created A:reconcile B:reconcile B:success].
+	const lease, slow = 300 * time.Millisecond, 400 * time.Millisecond
+	srv := redistest.Start(t)
+	for _, tc := range []struct {
+		name  string
+		wrap  func(ledger.Store) ledger.Store
+		wantB error // B's reason; nil: B sends
+	}{
+		{"lease renewed while reconciling", func(s ledger.Store) ledger.Store { return s }, ErrPending},
+		{"ownership checked before the first send", func(s ledger.Store) ledger.Store { return unrenewedStore{s} }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPayments(t, false)
+			rs, client := redisStore(t, srv, redis.Options{})
+			store := tc.wrap(rs)
+			act := Action{Tenant: "acme", Operation: "charge", Key: tc.name}
+			req, _ := http.NewRequest("POST", p.URL, nil)
+			dead, err := rs.Reserve(t.Context(), ledger.ReserveRequest{Key: act,
+				Fingerprint: ledger.Fingerprint("POST", req.URL, nil, nil, []byte("x")),
+				Owner:       "dead", Lease: 50 * time.Millisecond, Nonce: ledger.NewNonce(), MarksSending: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rs.MarkSending(t.Context(), act, dead.Token); err != nil {
+				t.Fatal(err)
+			}
+			waitRedisTime(t, client, dead.Record.CreatedAt, 50*time.Millisecond) // the owner died
+
+			var b struct {
+				resp *http.Response
+				err  error
+			}
+			var reconciles atomic.Int32
+			var worker func(owner string) *Transport
+			worker = func(owner string) *Transport {
+				return New(Config{Ledger: LedgerConfig{Store: store, Owner: owner, Lease: lease,
+					Reconciler: func(ctx context.Context, r ledger.Record) (ledger.Resolution, error) {
+						if reconciles.Add(1) == 1 { // A: slower than its lease
+							start, err := client.Time(ctx).Result()
+							if err != nil {
+								t.Fatal(err)
+							}
+							waitRedisTime(t, client, start, slow)
+							b.resp, b.err = chargeTo(t, worker("B"), p.URL, act, "x")
+						}
+						return ledger.Resolution{State: ledger.StateFailed, Reason: "not found at the provider"}, nil
+					}}})
+			}
+			a, aErr := chargeTo(t, worker("A"), p.URL, act, "x")
+			if effects, _ := p.total(); effects != 1 {
+				r := stateOf(t, store, act)
+				t.Fatalf("effects %d, history %+v; want 1", effects, r.Attempts)
+			}
+			winner, loser, loserErr := a, b.resp, b.err
+			if tc.wantB == nil {
+				winner, loser, loserErr = b.resp, a, aErr
+			} else if b.err != nil && !errors.Is(b.err, tc.wantB) {
+				t.Fatalf("B: %v; want %v", b.err, tc.wantB)
+			}
+			if winner == nil || winner.StatusCode != 201 {
+				t.Fatalf("the owner's answer %v; want 201", winner)
+			}
+			winner.Body.Close()
+			if loser != nil || !errors.Is(loserErr, ErrPending) {
+				t.Fatalf("the other worker: response %v, error %v; want ErrPending, nothing sent", loser, loserErr)
+			}
+			if aErr == nil && tc.wantB == nil {
+				t.Fatal("A sent after B took the action over")
+			}
+			if r := stateOf(t, store, act); r.State != ledger.StateCompleted {
+				t.Fatalf("record %v; want completed", r.State)
+			}
+		})
 	}
 }
