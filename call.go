@@ -30,7 +30,8 @@ type call struct {
 	repeatable bool
 	// traced reports whether attempts are traced to learn whether, and
 	// how many times, the request was written: needed for methods that are
-	// not idempotent, whose effects must be accounted for.
+	// not idempotent, for keyed requests (which net/http may re-send) and
+	// for ledger calls, whose effects must be accounted for.
 	traced   bool
 	body     requestBody
 	dest     string      // the destination for the Budget and the Throttle
@@ -85,7 +86,11 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	idempotent := isIdempotent(req.Method)
 	c.repeatable = idempotent || src == keyCaller || (src == keyAction && !t.cfg.OmitKey) ||
 		(src == keyGenerated && t.cfg.KeysHonoured && !t.cfg.OmitKey)
-	c.traced = !idempotent
+	// net/http re-sends by itself a keyed request with GetBody, or any
+	// idempotent one, after a kept-alive connection broke, even once it
+	// was written; only a trace tells that the first write happened when
+	// the re-send then fails to dial. A ledger call needs the fact too.
+	c.traced = !idempotent || c.led != nil || c.header.Get(t.cfg.KeyHeader) != ""
 	if c.body, err = prepareBody(req, t.cfg.MaxBodyBuffer); err != nil {
 		return nil, err
 	}

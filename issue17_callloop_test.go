@@ -1,11 +1,15 @@
 package retrybudget
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -318,5 +322,191 @@ func TestSlowReconcilerNeverLetsTwoWorkersSend(t *testing.T) {
 				t.Fatalf("record %v; want completed", r.State)
 			}
 		})
+	}
+}
+
+// brokenKeepAlive is a raw HTTP/1.1 server that answers its first request
+// on a connection, then reads the second (applying it), closes its
+// listener, so that a re-dial fails, and drops the connection unanswered.
+type brokenKeepAlive struct {
+	ln      net.Listener
+	applied atomic.Int32
+	done    chan struct{}
+}
+
+func newBrokenKeepAlive(t *testing.T) *brokenKeepAlive {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &brokenKeepAlive{ln: ln, done: make(chan struct{})}
+	t.Cleanup(func() { ln.Close(); <-s.done })
+	go s.serve()
+	return s
+}
+
+func (s *brokenKeepAlive) serve() {
+	defer close(s.done)
+	conn, err := s.ln.Accept()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for n := 1; ; n++ {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		if n == 1 {
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+			continue
+		}
+		s.applied.Add(1)
+		s.ln.Close()
+		return
+	}
+}
+
+func TestKeyedPUTResentByNetHTTPIsMaybeApplied(t *testing.T) {
+	// Regression (issue 17 item 8): only methods that are not idempotent
+	// were traced. net/http re-sends a PUT carrying Idempotency-Key and
+	// GetBody after a kept-alive connection breaks; when the re-dial
+	// failed the dial error made the attempt not-sent: applied once at
+	// the provider, MaybeApplied false, ledger state failed.
+	srv := newBrokenKeepAlive(t)
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	url := "http://" + srv.ln.Addr().String() + "/v1/orders/1"
+	warm, _ := http.NewRequest("GET", url, nil)
+	resp, err := base.RoundTrip(warm) // a kept-alive connection to reuse
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	tr, _ := newFakeTransport(Config{Base: base, Ledger: LedgerConfig{Store: store}, MaxAttempts: 1})
+	_, err = send(WithAction(context.Background(), order), t, tr, "PUT", url, "x")
+	e, ok := errors.AsType[*Error](err)
+	if !ok {
+		t.Fatalf("error %v; want an *Error", err)
+	}
+	if srv.applied.Load() != 1 || !e.MaybeApplied {
+		t.Fatalf("applied %d, outcome %+v; want applied once and MaybeApplied", srv.applied.Load(), e.Outcome)
+	}
+	if r := stateOf(t, store, order); r.State != ledger.StateUncertain {
+		t.Fatalf("record %v; want uncertain, not failed", r.State)
+	}
+}
+
+// rawHead serves one connection: it reads the request head as sent, line
+// by line, answers 201 and closes.
+func rawHead(t *testing.T) (url string, head <-chan []string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads := make(chan []string, 1)
+	done := make(chan struct{})
+	t.Cleanup(func() { ln.Close(); <-done })
+	go func() {
+		defer close(done)
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		br := bufio.NewReader(conn)
+		var lines []string
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if line == "\r\n" {
+				break
+			}
+			lines = append(lines, strings.TrimRight(line, "\r\n"))
+		}
+		heads <- lines
+		io.WriteString(conn, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	}()
+	return "http://" + ln.Addr().String() + "/v1/pings", heads
+}
+
+func TestBodilessUnkeyedPOSTIsSentWithContentLengthZero(t *testing.T) {
+	// Regression (issue 17 item 9): to keep net/http from re-sending it,
+	// a bodiless POST that is not safe to repeat got an empty stand-in
+	// body and went out Transfer-Encoding: chunked; bare net/http sends
+	// Content-Length: 0, and servers that require a length answer 411.
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		key  bool // the generated key goes out
+	}{
+		{"generated key", Config{}, true},
+		{"no key header", Config{OmitKey: true}, false},
+		{"X-Idempotency-Key", Config{KeyHeader: "X-Idempotency-Key"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, heads := rawHead(t)
+			base := &http.Transport{}
+			t.Cleanup(base.CloseIdleConnections)
+			tc.cfg.Base = base
+			tr, _ := newFakeTransport(tc.cfg)
+			resp, err := send(context.Background(), t, tr, "POST", url, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := finalOutcome(t, resp)
+			head := <-heads
+			var length, chunked, key bool
+			for _, line := range head[1:] {
+				name, value, _ := strings.Cut(line, ":")
+				switch value = strings.TrimSpace(value); {
+				case strings.EqualFold(name, "Content-Length"):
+					length = value == "0"
+				case strings.EqualFold(name, "Transfer-Encoding"):
+					chunked = true
+				case strings.EqualFold(name, cmp.Or(tc.cfg.KeyHeader, DefaultKeyHeader)):
+					key = value == o.Key
+				}
+			}
+			if !length || chunked || key != tc.key {
+				t.Fatalf("request head %q; want Content-Length: 0, no Transfer-Encoding, key sent %v", head, tc.key)
+			}
+		})
+	}
+}
+
+func TestBodilessUnkeyedPOSTOverHTTP2HasContentLengthZero(t *testing.T) {
+	// Regression (issue 17 item 9), HTTP/2: the empty stand-in body went
+	// out as a DATA frame without content-length.
+	type seen struct {
+		proto  string
+		length int64
+		header string
+		key    string
+	}
+	got := make(chan seen, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.Proto, r.ContentLength, r.Header.Get("Content-Length"), r.Header.Get(DefaultKeyHeader)}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	tr, _ := newFakeTransport(Config{Base: srv.Client().Transport})
+	resp, err := send(context.Background(), t, tr, "POST", srv.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := finalOutcome(t, resp)
+	s := <-got
+	if s.proto != "HTTP/2.0" || s.length != 0 || s.key != o.Key {
+		t.Fatalf("server saw %+v; want HTTP/2 with content-length 0 and the key %q", s, o.Key)
 	}
 }

@@ -26,12 +26,16 @@ type rtFunc func(*http.Request) (*http.Response, error)
 func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestNetHTTPDoesNotResendAPostThatIsNotRepeatable(t *testing.T) {
-	for _, body := range []string{`{"amount":1}`, ""} {
-		t.Run(fmt.Sprintf("body %q", body), func(t *testing.T) {
+	// Both key headers net/http takes as making a request replayable.
+	for _, tc := range []struct{ body, header string }{
+		{`{"amount":1}`, ""}, {"", ""}, {"", "X-Idempotency-Key"},
+	} {
+		body := tc.body
+		t.Run(fmt.Sprintf("body %q header %q", body, tc.header), func(t *testing.T) {
 			p := newProvider(t, status(200), lost, status(201))
 			base := &http.Transport{}
 			defer base.CloseIdleConnections()
-			tr, _ := newFakeTransport(Config{Base: base})
+			tr, _ := newFakeTransport(Config{Base: base, KeyHeader: tc.header})
 			warm, err := send(context.Background(), t, tr, "GET", p.URL, "")
 			if err != nil {
 				t.Fatal(err)
