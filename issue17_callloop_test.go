@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/ledger/ledgertest"
+	"github.com/retrybudget/retrybudget/limiter"
 )
 
 // Regression tests for the call-loop items of issue 17, each named after
@@ -509,4 +511,94 @@ func TestBodilessUnkeyedPOSTOverHTTP2HasContentLengthZero(t *testing.T) {
 	if s.proto != "HTTP/2.0" || s.length != 0 || s.key != o.Key {
 		t.Fatalf("server saw %+v; want HTTP/2 with content-length 0 and the key %q", s, o.Key)
 	}
+}
+
+// deadlineLimiter records the deadline of every Allow's context, answers
+// its decisions in turn (the last repeats), and with block waits on the
+// context instead, as a fair queue waits for the call's slot.
+type deadlineLimiter struct {
+	mu        sync.Mutex // guards all fields
+	decisions []limiter.Decision
+	block     bool
+	deadlines []time.Time
+}
+
+func (l *deadlineLimiter) Allow(ctx context.Context, _ limiter.Request) (limiter.Decision, error) {
+	dl, _ := ctx.Deadline()
+	l.mu.Lock()
+	l.deadlines = append(l.deadlines, dl)
+	n := len(l.deadlines)
+	l.mu.Unlock()
+	if l.block {
+		<-ctx.Done()
+		return limiter.Decision{}, ctx.Err()
+	}
+	return l.decisions[min(n, len(l.decisions))-1], nil
+}
+
+func (*deadlineLimiter) Cooldown(context.Context, string, time.Time) error { return nil }
+
+func TestLimiterQueueNeverWaitsPastTheCallsBounds(t *testing.T) {
+	// Regression (limiter fair queue): with limiter.RedisConfig.Queue,
+	// Allow waits for the call's slot up to its context's deadline, which
+	// knew nothing of MaxWait or Config.Deadline: the limiter could hold a
+	// call past both.
+	const tolerance = 150 * time.Millisecond
+	near := func(got, want time.Time) bool { return !got.IsZero() && got.Sub(want).Abs() < tolerance }
+	t.Run("deadline and MaxWait", func(t *testing.T) {
+		p := newProvider(t, status(200))
+		lim := &deadlineLimiter{decisions: []limiter.Decision{{RetryAfter: 300 * time.Millisecond}, allow}}
+		tr, _ := newFakeTransport(Config{Limiter: lim, MaxWait: 2 * time.Second})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		resp, err := send(ctx, t, tr, "GET", p.URL, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		finalOutcome(t, resp)
+		// The first ask ends at the call's deadline; the second, after a
+		// 300 ms wait on the fake clock, 300 ms earlier.
+		if len(lim.deadlines) != 2 || !near(lim.deadlines[0], start.Add(time.Second)) || !near(lim.deadlines[1], start.Add(700*time.Millisecond)) {
+			t.Fatalf("Allow deadlines %v after start; want [1s 700ms]", since(start, lim.deadlines))
+		}
+	})
+	t.Run("MaxWait alone", func(t *testing.T) {
+		p := newProvider(t, status(200))
+		lim := &deadlineLimiter{decisions: []limiter.Decision{allow}}
+		tr, _ := newFakeTransport(Config{Limiter: lim, MaxWait: 2 * time.Second})
+		start := time.Now()
+		resp, err := send(context.Background(), t, tr, "GET", p.URL, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		finalOutcome(t, resp)
+		if len(lim.deadlines) != 1 || !near(lim.deadlines[0], start.Add(2*time.Second)) {
+			t.Fatalf("Allow deadlines %v after start; want [2s]", since(start, lim.deadlines))
+		}
+	})
+	t.Run("a queue that never serves the call", func(t *testing.T) {
+		p := newProvider(t, status(200))
+		lim := &deadlineLimiter{block: true}
+		tr := New(Config{Limiter: lim, MaxWait: 100 * time.Millisecond})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := send(ctx, t, tr, "GET", p.URL, "")
+		if elapsed := time.Since(start); !errors.Is(err, ErrRateLimited) || elapsed > 100*time.Millisecond+tolerance {
+			t.Fatalf("error %v after %v; want ErrRateLimited once MaxWait (100ms) is spent", err, elapsed)
+		}
+		if len(p.requests()) != 0 {
+			t.Fatal("sent without the limiter's admission")
+		}
+	})
+}
+
+// since is each of ts as a duration after start.
+func since(start time.Time, ts []time.Time) []time.Duration {
+	out := make([]time.Duration, len(ts))
+	for i, t := range ts {
+		out[i] = t.Sub(start)
+	}
+	return out
 }
