@@ -602,3 +602,79 @@ func since(start time.Time, ts []time.Time) []time.Duration {
 	}
 	return out
 }
+
+func TestResendUsesTheActionsKeyNotTheCallersHeader(t *testing.T) {
+	// Regression (issue 17 item 2): when the ledger said "resend under the
+	// same provider key" (an uncertain action, or a dead owner's), the
+	// Transport sent the caller's header; a client putting a fresh key on
+	// every call (stripe-go does) made the resend new work: 2 requests, 2
+	// effects at a key-honouring provider. The key sent is the Action's,
+	// a pure function of it (Action.IdempotencyKey), on every call.
+	withHeader := func(key string) func(*http.Request) {
+		return func(r *http.Request) { r.Header.Set(DefaultKeyHeader, key) }
+	}
+	charge := func(t *testing.T, tr http.RoundTripper, url string, set func(*http.Request)) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(WithAction(context.Background(), order), "POST", url, strings.NewReader("x"))
+		set(req)
+		return tr.RoundTrip(req)
+	}
+	t.Run("resend of an uncertain action", func(t *testing.T) {
+		p := newPayments(t, true)
+		p.fault = func(n int) string { // applied, answer lost
+			if n == 1 {
+				return "lost"
+			}
+			return ""
+		}
+		store := ledger.NewMemory(ledger.MemoryConfig{})
+		tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}, KeysHonoured: true, MaxAttempts: 1})
+		if _, err := charge(t, tr, p.URL, withHeader("sdk-key-1")); !errors.Is(err, ErrAttemptsExhausted) {
+			t.Fatalf("first call: %v; want a give-up", err)
+		}
+		resp, err := charge(t, tr, p.URL, withHeader("sdk-key-2"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if effects, calls := p.total(); resp.StatusCode != 201 || effects != 1 || calls != 2 {
+			t.Fatalf("status %d, effects %d, calls %d; want the resend answered from the first effect", resp.StatusCode, effects, calls)
+		}
+	})
+	t.Run("send after a reconcile", func(t *testing.T) {
+		p := newPayments(t, true)
+		var skew atomic.Int64 // the store's clock, ahead of the real one
+		store := ledger.NewMemory(ledger.MemoryConfig{Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
+		// A dead owner sent the action under its key and the provider
+		// applied it; its lease has run out.
+		req, _ := http.NewRequest("POST", p.URL, nil)
+		dead, err := store.Reserve(t.Context(), ledger.ReserveRequest{Key: order, Lease: time.Millisecond,
+			Fingerprint: ledger.Fingerprint("POST", req.URL, nil, nil, []byte("x")), Nonce: ledger.NewNonce(), MarksSending: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.MarkSending(t.Context(), order, dead.Token); err != nil {
+			t.Fatal(err)
+		}
+		applied, err := charge(t, http.DefaultTransport, p.URL, withHeader(order.IdempotencyKey()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied.Body.Close()
+		skew.Store(int64(time.Second))
+		// A Reconciler that cannot see the charge says it never happened.
+		tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store, Reconciler: func(context.Context, ledger.Record) (ledger.Resolution, error) {
+			return ledger.Resolution{State: ledger.StateFailed}, nil
+		}}, KeysHonoured: true})
+		resp, err := charge(t, tr, p.URL, withHeader("sdk-key-2"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if r := stateOf(t, store, order); r.Attempts[len(r.Attempts)-2].Class != "reconcile" {
+			t.Fatalf("history %+v; want a reconcile grant", r.Attempts)
+		}
+		if effects, calls := p.total(); resp.StatusCode != 201 || effects != 1 || calls != 2 {
+			t.Fatalf("status %d, effects %d, calls %d; want the send answered from the first effect", resp.StatusCode, effects, calls)
+		}
+	})
+}
