@@ -16,7 +16,7 @@ import (
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/internal/redistest"
-	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/ledger/ledgertest"
 )
 
 // The worker of TestWorkerKilledAfterTheEffect is this test binary,
@@ -39,16 +39,13 @@ func TestSDKWorkerChild(t *testing.T) {
 		if s.name != name {
 			continue
 		}
-		store, err := ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: os.Getenv("RB_PREFIX")})
-		if err != nil {
-			t.Fatal(err)
-		}
+		store := ledgertest.Redis(t, rdb, os.Getenv("RB_PREFIX"))
 		tr := retrybudget.New(retrybudget.Config{
 			Ledger: retrybudget.LedgerConfig{Store: store, Lease: time.Second},
 			Routes: []retrybudget.Route{s.preset().At(os.Getenv("RB_URL"))},
 		})
 		fmt.Println("STARTED")
-		err = s.call(retrybudget.WithAction(context.Background(), killAction), os.Getenv("RB_URL"), tr, true)
+		err := s.call(retrybudget.WithAction(context.Background(), killAction), os.Getenv("RB_URL"), tr, true)
 		fmt.Println("RESULT", err)
 	}
 }
@@ -98,10 +95,7 @@ func TestWorkerKilledAfterTheEffect(t *testing.T) {
 			cmd.Wait()
 			close(release)
 
-			store, err := ledger.NewRedis(srv.Client(t), ledger.RedisConfig{Prefix: prefix})
-			if err != nil {
-				t.Fatal(err)
-			}
+			store := ledgertest.Redis(t, srv.Client(t), prefix)
 			tr := retrybudget.New(retrybudget.Config{
 				Ledger: retrybudget.LedgerConfig{Store: store},
 				Routes: []retrybudget.Route{s.preset().At(p.URL())},
