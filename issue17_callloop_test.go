@@ -133,25 +133,6 @@ func redisStore(t *testing.T, srv *redistest.Server, opts redis.Options) (*ledge
 	return ledgertest.Redis(t, client, redistest.Prefix(t)), client
 }
 
-// waitRedisTime returns once Redis's own clock, which judges leases, has
-// moved d past since (a reading of that clock).
-func waitRedisTime(t *testing.T, client *redis.Client, since time.Time, d time.Duration) {
-	t.Helper()
-	for give := time.Now().Add(10 * time.Second); ; {
-		now, err := client.Time(context.Background()).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if now.Sub(since) > d {
-			return
-		}
-		if time.Now().After(give) {
-			t.Fatalf("redis TIME did not move %v", d)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a clock, not synchronising
-	}
-}
-
 // lostReplyStore loses the reply to its first Reserve after the store
 // wrote it, as a Redis client timing out on a slow script does.
 type lostReplyStore struct {
@@ -277,7 +258,7 @@ func TestSlowReconcilerNeverLetsTwoWorkersSend(t *testing.T) {
 			if err := rs.MarkSending(t.Context(), act, dead.Token); err != nil {
 				t.Fatal(err)
 			}
-			waitRedisTime(t, client, dead.Record.CreatedAt, 50*time.Millisecond) // the owner died
+			redistest.WaitServerTime(t, client, 50*time.Millisecond) // the owner died
 
 			var b struct {
 				resp *http.Response
@@ -289,11 +270,7 @@ func TestSlowReconcilerNeverLetsTwoWorkersSend(t *testing.T) {
 				return New(Config{Ledger: LedgerConfig{Store: store, Owner: owner, Lease: lease,
 					Reconciler: func(ctx context.Context, r ledger.Record) (ledger.Resolution, error) {
 						if reconciles.Add(1) == 1 { // A: slower than its lease
-							start, err := client.Time(ctx).Result()
-							if err != nil {
-								t.Fatal(err)
-							}
-							waitRedisTime(t, client, start, slow)
+							redistest.WaitServerTime(t, client, slow)
 							b.resp, b.err = chargeTo(t, worker("B"), p.URL, act, "x")
 						}
 						return ledger.Resolution{State: ledger.StateFailed, Reason: "not found at the provider"}, nil

@@ -55,7 +55,7 @@ func TestReserveLostReplyIsRecognised(t *testing.T) {
 			// The owner gave up before sending anything (it never marked
 			// the action): once its lease ends, the action is provably
 			// unsent and the next request sends it.
-			waitServerTime(t, client, redisShort)
+			redistest.WaitServerTime(t, client, redisShort)
 			next, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w2", Nonce: NewNonce(), MarksSending: true})
 			if err != nil {
 				t.Fatal(err)
@@ -69,30 +69,6 @@ func TestReserveLostReplyIsRecognised(t *testing.T) {
 
 // redisShort is the lease the freeze tests wait out.
 const redisShort = 150 * time.Millisecond
-
-// waitServerTime returns once Redis's own clock has moved d past its
-// reading now, so a lease judged by that clock has run out.
-func waitServerTime(t *testing.T, client redis.UniversalClient, d time.Duration) {
-	t.Helper()
-	start, err := client.Time(t.Context()).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(pollBound)
-	for {
-		now, err := client.Time(t.Context()).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if now.Sub(start) > d {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis TIME did not move %v in %v", d, pollBound)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a clock, not synchronising
-	}
-}
 
 func TestRedisCallsReturnAtTheirDeadlineWhenFrozen(t *testing.T) {
 	// Regression (issue 17 item 5): go-redis without ContextTimeoutEnabled
