@@ -105,7 +105,7 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		}
 		return reservation{stop: ErrLedger, cause: err}
 	}
-	g.decided(res.Verdict, res.Path)
+	g.decided(res.Verdict, res.Path, res.Expired)
 	switch res.Verdict {
 	case ledger.VerdictCreated, ledger.VerdictRetry, ledger.VerdictResend:
 		g.own(ctx, res.Token)
@@ -357,9 +357,9 @@ func (g *ledgerGate) storeContext(ctx context.Context, detach bool) (context.Con
 }
 
 // decided reports the reservation's verdict to the Observer.
-func (g *ledgerGate) decided(v ledger.Verdict, path []string) {
+func (g *ledgerGate) decided(v ledger.Verdict, path []string, expired bool) {
 	if obs := g.cfg.Observer.Ledger; obs != nil {
-		obs(LedgerEvent{Request: g.caller, Route: g.route, Action: g.key, Op: "reserve", Verdict: v, Path: path})
+		obs(LedgerEvent{Request: g.caller, Route: g.route, Action: g.key, Op: "reserve", Verdict: v, Path: path, Expired: expired})
 	}
 }
 

@@ -9,10 +9,11 @@ import (
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
-// Observer receives the Transport's events, for logging and metrics. Each
-// field is optional. Callbacks run synchronously on the caller's goroutine,
-// never while the Transport holds a lock; they must not modify the request
-// and should return quickly.
+// Observer receives the Transport's events, for logging and metrics, and the
+// sweeps of a ledger.Monitor wired to its Sweep field. Each field is
+// optional. Callbacks run synchronously on the caller's goroutine (the
+// Monitor's, for Sweep), never while the Transport holds a lock; they must
+// not modify the request and should return quickly.
 type Observer struct {
 	// Attempt is called after every attempt.
 	Attempt func(AttemptEvent)
@@ -33,13 +34,20 @@ type Observer struct {
 	// KeyReplaced is called when an Action's key replaces the key the
 	// caller or an SDK had put in the key header.
 	KeyReplaced func(KeyEvent)
+	// Sweep receives a ledger sweep's report: the stuck and uncertain
+	// actions it found and what reconciling them did. The Transport never
+	// sweeps; pass Sweep as ledger.MonitorConfig.Report, so the Observer
+	// that sees the calls sees the sweeps too:
+	//
+	//	ledger.Monitor(ctx, ledger.MonitorConfig{Store: s, Report: obs.Sweep})
+	Sweep func(ledger.SweepReport)
 }
 
 // isZero reports whether o observes nothing.
 func (o *Observer) isZero() bool {
 	return o.Attempt == nil && o.Retry == nil && o.GiveUp == nil &&
 		o.Budget == nil && o.Limited == nil && o.Cooldown == nil && o.Ledger == nil &&
-		o.KeyReplaced == nil
+		o.KeyReplaced == nil && o.Sweep == nil
 }
 
 // Observers returns an Observer that calls each of obs in turn for every
@@ -55,6 +63,7 @@ func Observers(obs ...Observer) Observer {
 		o.Cooldown = chain(o.Cooldown, x.Cooldown)
 		o.Ledger = chain(o.Ledger, x.Ledger)
 		o.KeyReplaced = chain(o.KeyReplaced, x.KeyReplaced)
+		o.Sweep = chain(o.Sweep, x.Sweep)
 	}
 	return o
 }
@@ -177,4 +186,8 @@ type LedgerEvent struct {
 	Path []string
 	// Err is the store's error, if any.
 	Err error
+	// Expired reports, with a created verdict, that the action's earlier
+	// record had outlived its retention and this call runs it as a new
+	// action (ledger.Reservation.Expired): the expiry event.
+	Expired bool
 }

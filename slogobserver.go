@@ -15,10 +15,15 @@ import (
 // which costs nothing per call.
 //
 // Levels: attempts, allowed budget decisions, rate limiter waits and the
-// ledger's created and retry verdicts at Debug; retries, boundary cooldowns
-// and the other ledger verdicts at Info; give-ups, refused retries and the
-// ledger's conflict and uncertain verdicts at Warn; ledger store failures at
-// Error. Each record carries the request's method, host (the URL host) and
+// ledger's created and retry verdicts at Debug; retries, boundary cooldowns,
+// the other ledger verdicts and an expired action run anew (expired=true) at
+// Info; give-ups, refused retries and the ledger's conflict and uncertain
+// verdicts at Warn; ledger store failures at Error. A ledger sweep (the
+// Sweep field) is one record with its counts, at Debug when it found
+// nothing, Warn when it found stuck or uncertain actions, Error when it
+// failed, then one record per stuck action with its state, owner and what
+// reconciling it did: Warn, or Info once it was settled as completed or
+// failed. Each record carries the request's method, host (the URL host) and
 // path, then the event's own attributes: attempt, attempts, key (the
 // idempotency key, when identities are shown), class, status,
 // duration, error, delay, retry_after, reason, retry_at, maybe_applied,
@@ -57,6 +62,7 @@ func LogObserver(logger *slog.Logger, ids ...Identities) Observer {
 		Limited:  l.limited,
 		Cooldown: l.cooldown,
 		Ledger:   l.ledger,
+		Sweep:    l.sweep,
 	}
 }
 
@@ -203,6 +209,10 @@ func ledgerLevel(v ledger.Verdict) slog.Level {
 // could not be written is an action the ledger may not protect.
 func (l logObserver) ledger(ev LedgerEvent) {
 	level, msg := ledgerLevel(ev.Verdict), "retrybudget: ledger decision"
+	if ev.Expired {
+		// The expiry event: the same key ran once before, past retention.
+		level = max(level, slog.LevelInfo)
+	}
 	if ev.Err != nil {
 		level, msg = slog.LevelError, "retrybudget: ledger store failed"
 	}
@@ -210,24 +220,32 @@ func (l logObserver) ledger(ev LedgerEvent) {
 	if !ok {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 9)
+	attrs := make([]slog.Attr, 0, 10)
 	attrs = appendRequestAttrs(attrs, ev.Request)
-	attrs = append(attrs,
-		slog.String("operation", ev.Action.Operation),
-		slog.String("action", ev.Action.ID()[:16]),
-	)
-	if l.ids.ShowIdentities {
-		attrs = append(attrs, slog.String("tenant", ev.Action.Tenant), slog.String("action_key", ev.Action.Key))
-	}
+	attrs = l.appendAction(attrs, ev.Action)
 	if ev.Err != nil {
 		attrs = append(attrs, slog.String("op", ev.Op), slog.String("error", ErrorText(ev.Err)))
 	} else {
 		attrs = append(attrs, slog.String("verdict", ev.Verdict.String()))
 	}
+	if ev.Expired {
+		attrs = append(attrs, slog.Bool("expired", true))
+	}
 	if len(ev.Path) > 0 {
 		attrs = append(attrs, slog.Any("decision", ev.Path))
 	}
 	l.logger.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// appendAction appends an action's operation and its "action", the first
+// 16 hex digits of its ledger.Key.ID (the rule the inbound middleware
+// follows too), and its tenant and key only when identities are shown.
+func (l logObserver) appendAction(attrs []slog.Attr, k ledger.Key) []slog.Attr {
+	attrs = append(attrs, slog.String("operation", k.Operation), slog.String("action", k.ID()[:16]))
+	if l.ids.ShowIdentities {
+		attrs = append(attrs, slog.String("tenant", k.Tenant), slog.String("action_key", k.Key))
+	}
+	return attrs
 }
 
 // enabled returns the request's context and whether logger wants records

@@ -202,25 +202,6 @@ func TestCaptureOutcomeKeepsTheLatest(t *testing.T) {
 	}
 }
 
-func TestBindGivesAContextlessCallItsActionAndDeadline(t *testing.T) {
-	p := newProvider(t, status(429, "Retry-After", "5"))
-	a := Action{Operation: "sms", Key: "1"}
-	ctx, cancel := context.WithTimeout(WithAction(context.Background(), a), time.Second)
-	defer cancel()
-	ctx, out := CaptureOutcome(ctx)
-	rt := Bind(ctx, New(Config{}))
-	req, _ := http.NewRequest(http.MethodPost, p.URL, strings.NewReader("x")) // no context, as twilio-go
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	o, _ := out.Last()
-	if p.requests()[0].key != a.IdempotencyKey() || !errors.Is(o.Reason, ErrDeadline) {
-		t.Fatalf("key %q, outcome %+v; want the Action's key and ErrDeadline", p.requests()[0].key, o)
-	}
-}
-
 func TestOmitKeySendsNoKeyOfItsOwn(t *testing.T) {
 	p := newProvider(t, status(200))
 	tr := New(Config{OmitKey: true})

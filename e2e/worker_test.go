@@ -63,6 +63,7 @@ func TestWorker(t *testing.T) {
 	workers := envInt(envWorkers)
 	lim, err := limiter.NewRedis(rdb, limiter.RedisConfig{
 		Limits: []limiter.Limit{limiter.PerSecond(envInt(envRate))}, Prefix: prefix + "lim:",
+		BoundaryKey:   redistest.BoundaryKey(),
 		FallbackShare: 1 / float64(workers),
 	})
 	if err != nil {

@@ -2,7 +2,11 @@ package idempotency
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/retrybudget/retrybudget"
 )
@@ -14,6 +18,15 @@ const StepSeparator = " -> "
 // inbound is what the middleware puts in a guarded request's context.
 type inbound struct {
 	action retrybudget.Action
+	// generation is when the store created the action's record
+	// (ledger.Record.CreatedAt): a new record under the same key, once
+	// the old one expired, is a new action, and its steps are new too.
+	generation time.Time
+	// mu guards steps.
+	mu sync.Mutex
+	// steps are the actions WithStep derived, for the middleware to look
+	// at once the handler returned.
+	steps []retrybudget.Action
 	// effect is set by MarkEffect, from the handler's goroutine or any
 	// goroutine it starts, and read by the middleware once the handler
 	// returned.
@@ -51,9 +64,11 @@ func MarkEffect(ctx context.Context) bool {
 	return ok
 }
 
-// Outbound derives the action of one outbound step from an inbound action:
-// the same tenant and key, and the operation followed by StepSeparator and
-// step, such as "POST /api/v1/campaign-activations -> destination".
+// Outbound derives the action of one outbound step from an inbound action
+// and the generation of its record (ledger.Record.CreatedAt): the same
+// tenant, the operation followed by StepSeparator and step, such as
+// "POST /api/v1/campaign-activations -> destination", and the key followed
+// by "#" and the generation in Unix microseconds.
 //
 // A derived action is needed when the outbound retrybudget.Transport shares
 // the middleware's ledger.Store: under the inbound action itself, the
@@ -61,22 +76,35 @@ func MarkEffect(ctx context.Context) bool {
 // request, and answer "pending". Under the derived one it gets a record of
 // its own in the same store (one Redis, one Sweep), and its provider key,
 // Action.IdempotencyKey, is a pure function of the business action: the
-// same on every run of the handler for that inbound key, distinct for
+// same on every run of the handler for that inbound record, distinct for
 // every other key, tenant and step. A handler run again after a failure
 // (Config.RerunUncertain, or a 5xx) thus finds the provider call already
 // completed and gets its stored response without calling the provider.
 //
+// The generation scopes a step to its inbound record: once that record
+// expired (Config.Retention), a request under the same key is a new action,
+// and its steps get new records and new provider keys, whatever the
+// retention of the step records left behind.
+//
 // It reports ErrEmptyStep for an empty step.
-func Outbound(a retrybudget.Action, step string) (retrybudget.Action, error) {
+func Outbound(a retrybudget.Action, generation time.Time, step string) (retrybudget.Action, error) {
 	if step == "" {
 		return retrybudget.Action{}, ErrEmptyStep
 	}
 	a.Operation += StepSeparator + step
+	// The generation is the last "#" field, digits only, so the key and
+	// the generation can always be told apart again.
+	var g int64
+	if !generation.IsZero() {
+		g = generation.UnixMicro()
+	}
+	a.Key += "#" + strconv.FormatInt(g, 10)
 	return a, nil
 }
 
 // WithStep returns a context carrying, for retrybudget.Transport, the
-// action Outbound derives from ctx's inbound action for step. Make each
+// action Outbound derives from ctx's inbound action and its record's
+// generation for step. Make each
 // outbound call of a guarded handler with such a context, one step name
 // per distinct call. Steps always derive from the inbound action, so
 // WithStep on a context WithStep returned names a sibling step, not a
@@ -85,13 +113,18 @@ func Outbound(a retrybudget.Action, step string) (retrybudget.Action, error) {
 // It reports ErrNoAction when ctx is not a guarded request's, and
 // ErrEmptyStep for an empty step; ctx is returned unchanged with either.
 func WithStep(ctx context.Context, step string) (context.Context, error) {
-	a, ok := InboundFrom(ctx)
+	in, ok := ctx.Value(inboundCtxKey{}).(*inbound)
 	if !ok {
 		return ctx, ErrNoAction
 	}
-	d, err := Outbound(a, step)
+	d, err := Outbound(in.action, in.generation, step)
 	if err != nil {
 		return ctx, err
 	}
+	in.mu.Lock()
+	if !slices.Contains(in.steps, d) {
+		in.steps = append(in.steps, d)
+	}
+	in.mu.Unlock()
 	return retrybudget.WithAction(ctx, d), nil
 }

@@ -99,6 +99,16 @@ type Config struct {
 	// third of its length while the handler runs, so it bounds only how
 	// long a crash goes unnoticed. Zero means ledger.DefaultLease (30s),
 	// whatever the store's own Config.Lease says.
+	//
+	// After a server died mid-request, its action is answered 409
+	// TypePending, without running the handler, until the longer of two
+	// leases has run out since that server's last renewal: this Lease, and
+	// the outbound Transport's (retrybudget.LedgerConfig.Lease) on a step
+	// the dead handler derived with WithStep. A request that takes the
+	// action over when the inbound lease ends, while the step is still
+	// held, finds the step pending; its handler's failure is then dropped,
+	// the action stays held by that request until the step's lease ends,
+	// and the client is told to come back then (Retry-After).
 	Lease time.Duration
 	// MaxRequestBody bounds the request body, which is read whole before
 	// the handler runs to fingerprint it; a longer one is answered 413
@@ -134,6 +144,12 @@ type Config struct {
 	// Owner names this server in ledger records, for operators. Empty
 	// means "hostname:pid".
 	Owner string
+	// Now reads the clock that the leases of the store's records are
+	// compared with, when the middleware waits for a step another server
+	// holds (see Lease). Nil means time.Now; tests pass the store's fake
+	// clock. Clock skew against the store only shifts the Retry-After
+	// of that answer.
+	Now func() time.Time
 	// Logger receives ledger failures met after the handler ran, when
 	// the response can no longer say so. Nil means silent.
 	Logger *slog.Logger
@@ -173,6 +189,9 @@ func (c Config) withDefaults() settings {
 	}
 	if c.Lease <= 0 {
 		c.Lease = ledger.DefaultLease
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	if c.MaxRequestBody <= 0 {
 		c.MaxRequestBody = DefaultMaxRequestBody

@@ -110,11 +110,22 @@
 // retrybudget.Transport that shares the store would collide with the
 // inbound record (same ledger.Key, held by the running request: the
 // Transport would refuse the call as a conflict). WithStep derives one action per
-// outbound step instead (Outbound): same tenant and key, operation
-// "<inbound operation> -> <step>". Its provider key is a pure function of
-// the inbound action and the step, so a handler run again after a failure
-// gets the provider's stored response from the Transport's record rather
-// than calling the provider a second time.
+// outbound step instead (Outbound): same tenant, operation
+// "<inbound operation> -> <step>", and the key followed by the generation
+// of the inbound record (its creation time). Its provider key is a pure
+// function of the inbound action, its record and the step, so a handler
+// run again after a failure gets the provider's stored response from the
+// Transport's record rather than calling the provider a second time; and
+// once the inbound record expired, a request under the same key is a new
+// action whose steps get new records and provider keys, whatever the
+// retention of the old step records.
+//
+// A step still held by another server when the handler returns a failure
+// (typically a server that died mid-request, whose outbound lease outlives
+// its inbound one) was not called by this run: the middleware drops the
+// handler's answer, keeps the action held until that step's lease ends,
+// and answers 409 TypePending with Retry-After. Recovery from a crash thus
+// takes the longer of the inbound and outbound leases (see Config.Lease).
 //
 // # Exactly once with a transactional store
 //

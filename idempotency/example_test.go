@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/idempotency"
@@ -64,21 +65,30 @@ func ExampleNew() {
 
 func ExampleOutbound() {
 	inbound := retrybudget.Action{Tenant: "tenant_a", Operation: "POST /api/v1/campaign-activations", Key: "tenant_a:campaign_19:revision_4"}
-	call, _ := idempotency.Outbound(inbound, "destination")
+	created := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) // the inbound record's CreatedAt
+	call, _ := idempotency.Outbound(inbound, created, "destination")
 	fmt.Println(call.Operation)
-	fmt.Println("same key:", call.Key == inbound.Key)
+	fmt.Println(call.Key)
 	fmt.Println("own provider key:", call.IdempotencyKey() != inbound.IdempotencyKey())
-	again, _ := idempotency.Outbound(inbound, "destination")
+	again, _ := idempotency.Outbound(inbound, created, "destination")
 	fmt.Println("stable:", again.IdempotencyKey() == call.IdempotencyKey())
+	// A new record under the key, once this one expired, is a new action.
+	next, _ := idempotency.Outbound(inbound, created.Add(25*time.Hour), "destination")
+	fmt.Println("new action, new provider key:", next.IdempotencyKey() != call.IdempotencyKey())
 	// Output:
 	// POST /api/v1/campaign-activations -> destination
-	// same key: true
+	// tenant_a:campaign_19:revision_4#1772366400000000
 	// own provider key: true
 	// stable: true
+	// new action, new provider key: true
 }
 
 func ExampleWithStep() {
-	guard := idempotency.New(idempotency.Config{Tenant: accountOf})
+	// A store clock fixed for the example's output: the derived key ends
+	// in the inbound record's creation time.
+	created := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	store := ledger.NewMemory(ledger.MemoryConfig{Now: func() time.Time { return created }})
+	guard := idempotency.New(idempotency.Config{Store: store, Tenant: accountOf})
 	h := guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Calls made with ctx through a retrybudget.Transport carry the
 		// derived action, and so its idempotency key.
@@ -96,7 +106,7 @@ func ExampleWithStep() {
 	r.Header.Set("Idempotency-Key", `"tenant_a:campaign_19:revision_4"`)
 	mux.ServeHTTP(httptest.NewRecorder(), r)
 	// Output:
-	// "POST /api/v1/campaign-activations -> destination" "tenant_a:campaign_19:revision_4"
+	// "POST /api/v1/campaign-activations -> destination" "tenant_a:campaign_19:revision_4#1772366400000000"
 }
 
 func ExampleParseKey() {

@@ -97,9 +97,15 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		unavailable().write(w)
 		return
 	}
+	if res.Expired && g.s.Logger != nil {
+		// The expiry event: the key's earlier action outlived its
+		// retention, and this request runs as a new one.
+		g.s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "idempotency: key expired, running as a new action",
+			slog.String("action", k.ID()[:16]))
+	}
 	switch res.Verdict {
 	case ledger.VerdictCreated, ledger.VerdictRetry, ledger.VerdictResend:
-		g.run(w, r, k, res.Token, body)
+		g.run(w, r, k, res.Token, res.Record.CreatedAt, body)
 	case ledger.VerdictReplayed:
 		if res.Record.Outcome == nil {
 			g.log(r.Context(), "replay", k, ledger.ErrCorrupt)
@@ -108,9 +114,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeReplay(w, res.Record.Outcome)
 	case ledger.VerdictPending:
-		problem{status: http.StatusConflict, typ: TypePending, title: "Request in progress",
-			detail:     "A request with this idempotency key is still in progress; retry after the time in Retry-After to get its response.",
-			retryAfter: res.RetryAfter}.write(w)
+		pending(res.RetryAfter).write(w)
 	case ledger.VerdictConflict:
 		problem{status: http.StatusUnprocessableEntity, typ: TypeConflict, title: "Idempotency key reused",
 			detail: "This idempotency key was used for a different request; use a new key for a new request."}.write(w)
@@ -172,7 +176,7 @@ func (g *guard) readBody(r *http.Request) ([]byte, *problem) {
 }
 
 // run runs the handler as the action's owner and records how it ended.
-func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token int64, body []byte) {
+func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token int64, generation time.Time, body []byte) {
 	// The mark comes before the handler's first effect: a record without
 	// it whose lease ran out was never run, and runs again at once. Without
 	// the mark the handler must not run.
@@ -187,7 +191,7 @@ func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token 
 		unavailable().write(w)
 		return
 	}
-	in := &inbound{action: k}
+	in := &inbound{action: k, generation: generation}
 	// The handler's context ends if another instance takes the action over
 	// (this one's lease was lost): it must not go on acting for it.
 	hctx, stopHandler := context.WithCancel(r.Context())
@@ -253,6 +257,11 @@ func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token 
 			return
 		}
 	} else if failed(o.Status) {
+		// A step held by another server was not called by this run: the
+		// action is pending, not failed, until that server's lease ends.
+		if until, held := g.heldStep(wctx, in); held && !c.streaming && g.holdUntil(wctx, w, k, token, until) {
+			return
+		}
 		g.fail(wctx, k, token, in.effect.Load(), fmt.Sprintf("handler answered %d", o.Status))
 	} else if err := g.s.Store.Complete(wctx, k, token, o); err != nil {
 		g.log(sctx, "complete", k, err)

@@ -43,7 +43,10 @@ const (
 	// TypePending is the 409 answer to a request whose key is in progress
 	// in another request. Its Retry-After header (RFC 9110 §10.2.3) says
 	// when the running request's lease ends; try again then, with the same
-	// key, and get its response replayed. Nothing ran for this request.
+	// key, and get its response replayed. Nothing ran for this request:
+	// either the handler did not run, or it found a step of the action
+	// (WithStep) held by another server and did not call it, and its
+	// answer was dropped (see Config.Lease).
 	TypePending = typeBase + "TypePending"
 	// TypeConflict is the 422 answer to a key reused for a different
 	// request: another method, path, query, fingerprinted header or body

@@ -7,12 +7,10 @@ import (
 
 	"github.com/twilio/twilio-go"
 	"github.com/twilio/twilio-go/client"
-
-	"github.com/retrybudget/retrybudget"
 )
 
 // Twilio returns a twilio-go client for one action: its calls take no
-// context, so the client is built around ctx (retrybudget.Bind), and every
+// context, so the client is built around ctx (Bind), and every
 // request it makes carries ctx's Action, deadline, cancellation and
 // CaptureOutcome record. Build one per action:
 //
@@ -29,7 +27,7 @@ import (
 func Twilio(ctx context.Context, accountSid, authToken, baseURL string, rt http.RoundTripper) (*twilio.RestClient, error) {
 	c := &client.Client{
 		Credentials: client.NewCredentials(accountSid, authToken),
-		HTTPClient:  &http.Client{Transport: retrybudget.Bind(ctx, rt)},
+		HTTPClient:  &http.Client{Transport: Bind(ctx, rt)},
 	}
 	c.SetAccountSid(accountSid)
 	var base client.BaseClient = c

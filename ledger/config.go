@@ -13,6 +13,13 @@ const DefaultLease = 30 * time.Second
 // Config sets a retention.
 const DefaultRetention = 24 * time.Hour
 
+// ExpiryGrace is how long Memory and Redis keep a record past its
+// retention (Record.ExpiresAt) before dropping it. Such a record is gone for
+// every purpose (Get answers ErrNotFound, Sweep skips it, Reserve creates a
+// new one) except that Reserve reports the expiry (Reservation.Expired).
+// ledger/lua/reserve.lua and renew.lua spell it in milliseconds.
+const ExpiryGrace = time.Hour
+
 // DefaultMaxAttempts is the attempt history a record keeps when
 // Config.MaxAttempts is zero.
 const DefaultMaxAttempts = 32

@@ -99,6 +99,13 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.evictSome(now)
+	// A record past its retention is replaced: dropped here, and reported
+	// as the expiry event if this Reserve creates the new one.
+	old, had := m.entries[req.Key]
+	expired := had && now.After(old.rec.ExpiresAt)
+	if expired {
+		m.drop(req.Key, old)
+	}
 	e := m.live(req.Key, now)
 
 	in := Input{
@@ -116,7 +123,11 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		in.Granted = e.granted
 		in.Unsent = e.promised && !e.rec.Sending
 	}
+	if expired {
+		in.State = StateExpired
+	}
 	res := Reservation{Decision: Resolve(in)}
+	res.Expired = expired && res.Verdict == VerdictCreated
 	if in.Regrant && e.rec.State == StateInProgress && res.Verdict == e.granted {
 		res.Token, res.Record = e.token, e.rec.clone()
 		return res, nil
@@ -281,9 +292,12 @@ func (m *Memory) Sweep(ctx context.Context, limit int) ([]Record, error) {
 	m.mu.Lock()
 	var out []Record
 	for k, e := range m.entries {
-		if now.After(e.rec.ExpiresAt) {
+		if now.After(e.rec.ExpiresAt.Add(ExpiryGrace)) {
 			m.drop(k, e)
 			continue
+		}
+		if now.After(e.rec.ExpiresAt) {
+			continue // kept for Reserve to report the expiry
 		}
 		if e.rec.stuck(now) {
 			out = append(out, e.rec.clone())
@@ -297,15 +311,18 @@ func (m *Memory) Sweep(ctx context.Context, limit int) ([]Record, error) {
 	return out, nil
 }
 
-// live returns k's entry, dropping it if it has expired. live requires
-// that m.mu is held.
+// live returns k's entry, or nil when it has expired; it drops an entry
+// past its expiry grace, and keeps one within it for Reserve to report the
+// expiry. live requires that m.mu is held.
 func (m *Memory) live(k Key, now time.Time) *memoryEntry {
 	e, ok := m.entries[k]
 	if !ok {
 		return nil
 	}
 	if now.After(e.rec.ExpiresAt) {
-		m.drop(k, e)
+		if now.After(e.rec.ExpiresAt.Add(ExpiryGrace)) {
+			m.drop(k, e)
+		}
 		return nil
 	}
 	return e
@@ -321,12 +338,12 @@ func (m *Memory) owned(k Key, token int64, now time.Time) (*memoryEntry, error) 
 	return e, nil
 }
 
-// evictSome drops up to two expired records, starting at a random place
-// in the map. evictSome requires that m.mu is held.
+// evictSome drops up to two records past their expiry grace, starting at a
+// random place in the map. evictSome requires that m.mu is held.
 func (m *Memory) evictSome(now time.Time) {
 	n := 0
 	for k, e := range m.entries {
-		if now.After(e.rec.ExpiresAt) {
+		if now.After(e.rec.ExpiresAt.Add(ExpiryGrace)) {
 			m.drop(k, e)
 		}
 		if n++; n == 2 {

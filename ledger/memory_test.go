@@ -35,7 +35,7 @@ var (
 )
 
 // TestMemoryEvictsWithoutSweep pins that a Memory store that is never
-// swept still drops expired records as new ones arrive.
+// swept still drops expired records (past ExpiryGrace) as new ones arrive.
 func TestMemoryEvictsWithoutSweep(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(0, 0)}
 	m := NewMemory(MemoryConfig{Now: clock.Now, Config: Config{Retention: time.Minute}})
@@ -43,7 +43,7 @@ func TestMemoryEvictsWithoutSweep(t *testing.T) {
 		if _, err := m.Reserve(t.Context(), ReserveRequest{Key: Key{Key: strconv.Itoa(i)}}); err != nil {
 			t.Fatal(err)
 		}
-		clock.Advance(time.Minute)
+		clock.Advance(time.Minute + ExpiryGrace)
 	}
 	m.mu.Lock()
 	n := len(m.entries)

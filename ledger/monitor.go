@@ -29,7 +29,9 @@ type MonitorConfig struct {
 	// Owner names the reconciler in records. Zero means "monitor".
 	Owner string
 	// Report receives each sweep's SweepReport, from the Monitor's
-	// goroutine. Nil means discard (useful only with a Reconciler).
+	// goroutine: a retrybudget.Observer's Sweep field, so the Observer of
+	// the Transport logs and measures sweeps too. Nil means discard
+	// (useful only with a Reconciler).
 	Report func(SweepReport)
 }
 

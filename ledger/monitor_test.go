@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -54,4 +55,24 @@ func TestMonitorStopsWithContext(t *testing.T) {
 	m := Monitor(ctx, MonitorConfig{Store: NewMemory(MemoryConfig{}), Every: time.Hour})
 	cancel()
 	m.Stop()
+}
+
+// TestReconciledResult pins the words monitors, logs and metrics use for a
+// reconciliation: the settled state, skipped or error.
+func TestReconciledResult(t *testing.T) {
+	for _, c := range []struct {
+		rc   Reconciled
+		want string
+	}{
+		{Reconciled{Verdict: VerdictReconcile, State: StateCompleted}, "completed"},
+		{Reconciled{Verdict: VerdictReconcile, State: StateFailed}, "failed"},
+		{Reconciled{Verdict: VerdictReconcile, State: StateUncertain}, "uncertain"},
+		{Reconciled{Verdict: VerdictPending, State: StateInProgress}, "skipped"},
+		{Reconciled{Verdict: VerdictReconcile, State: StateUncertain, Err: errors.New("provider down")}, "error"},
+		{Reconciled{Err: errors.New("store down")}, "error"},
+	} {
+		if got := c.rc.Result(); got != c.want {
+			t.Errorf("%+v: Result() = %q; want %q", c.rc, got, c.want)
+		}
+	}
 }

@@ -60,6 +60,21 @@ type Reconciled struct {
 	Err error
 }
 
+// Result names what became of the record, the one vocabulary of monitors,
+// logs and metrics: the state it was settled in ("completed", "failed",
+// "uncertain"); "skipped" when another owner had taken the action over
+// before the reconciler reached it; "error" when the reconciler or the
+// store failed.
+func (r Reconciled) Result() string {
+	switch {
+	case r.Err != nil:
+		return "error"
+	case r.Verdict != VerdictReconcile:
+		return "skipped"
+	}
+	return r.State.String()
+}
+
 // Reconcile runs fn over records, such as those Sweep returned. For each
 // it takes the action over with Reserve (as owner, with a reconciler, so
 // the stored fingerprint and identity are kept), asks fn, and settles the

@@ -210,7 +210,8 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	if res.Verdict.String() != verdict {
 		return Reservation{}, fmt.Errorf("%w: script verdict %q, Resolve %q", ErrCorrupt, verdict, res.Verdict)
 	}
-	if len(fields) == 0 {
+	res.Expired = in.State == StateExpired && res.Verdict == VerdictCreated
+	if len(fields) == 0 || (in.State == StateExpired && token == 0) {
 		res.Record = Record{Key: req.Key}
 		return res, nil
 	}
@@ -299,16 +300,28 @@ func (r *Redis) MarkSending(ctx context.Context, k Key, token int64) error {
 
 // Get implements Store.
 func (r *Redis) Get(ctx context.Context, k Key) (Record, error) {
-	fields, err := roundTrip(r, ctx, func(ctx context.Context) (map[string]string, error) {
-		return r.client.HGetAll(ctx, r.keyName(k)).Result()
+	var all *redis.MapStringStringCmd
+	var tm *redis.TimeCmd
+	_, err := roundTrip(r, ctx, func(ctx context.Context) ([]redis.Cmder, error) {
+		return r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			all, tm = p.HGetAll(ctx, r.keyName(k)), p.Time(ctx)
+			return nil
+		})
 	})
 	if err != nil {
 		return Record{}, fmt.Errorf("ledger: redis get: %w", err)
 	}
+	fields := all.Val()
 	if len(fields) == 0 {
 		return Record{}, ErrNotFound
 	}
-	return decodeRecord(fields, r.cfg.EncryptionKeys)
+	rec, err := decodeRecord(fields, r.cfg.EncryptionKeys)
+	// Past its retention, a record is kept only for Reserve to report the
+	// expiry (ExpiryGrace): for everything else it is gone.
+	if err == nil && time.UnixMilli(tm.Val().UnixMilli()).After(rec.ExpiresAt) {
+		return Record{}, ErrNotFound
+	}
+	return rec, err
 }
 
 // fenced runs a script that returns 1 when token is current and 0 when

@@ -107,7 +107,7 @@ func (r *Redis) stuckIn(ctx context.Context, c redis.Cmdable, keys []string) ([]
 		if err != nil {
 			return nil, fmt.Errorf("key %s: %w", keys[i], err)
 		}
-		if rec.stuck(now) {
+		if rec.stuck(now) && !now.After(rec.ExpiresAt) { // past it: kept for ExpiryGrace only
 			out = append(out, rec)
 		}
 	}

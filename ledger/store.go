@@ -98,6 +98,13 @@ type Reservation struct {
 	// RetryAfter is, for VerdictPending, how long the current owner's lease
 	// still runs. Zero otherwise.
 	RetryAfter time.Duration
+	// Expired reports that the action had a record that outlived its
+	// retention (Record.ExpiresAt) and that this Reserve replaced it with
+	// a new one: the expiry event, which an absent action does not raise.
+	// Stores keep an expired record for ExpiryGrace before dropping it
+	// (the PostgreSQL store until its Purge), so an expiry older than that
+	// reads as absent.
+	Expired bool
 }
 
 // Err returns nil when the caller may proceed (it owns the action, or gets

@@ -164,6 +164,9 @@ func (c *coalescer) lead(ctx context.Context, k groupKey, batch []*pending, run 
 
 // runBatch runs batch.lua for the requests ins of group k.
 func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]slotResult, error) {
+	if len(ins) == 1 && l.batch.queue == nil && l.batch.scriptNow == nil {
+		return l.runOne(ctx, k)
+	}
 	// decisionCall gives the cooldown key, then every limit's key (the
 	// boundary's, then the owner's share), and after want their triples.
 	keys, limitArgs := l.decisionCall(Request{Boundary: k.boundary, Owner: k.owner}, 0)
@@ -190,6 +193,26 @@ func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]
 	}
 	_, outs, err := parseBatch(reply, len(ins))
 	return outs, err
+}
+
+// runOne decides a batch of one without the fair queue with decide.lua: a
+// lone caller's decision is then as cheap as without coalescing. The two
+// scripts share the keys and the GCRA state (each limit's TAT), and each
+// runs atomically, so mixing them keeps every limit exact.
+func (l *Redis) runOne(ctx context.Context, k groupKey) ([]slotResult, error) {
+	keys, args := l.decisionCall(Request{Boundary: k.boundary, Owner: k.owner}, 1)
+	reply, err := l.run(ctx, l.timeout, l.decide, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	granted, wait, reason, err := parseDecision(reply)
+	if err != nil {
+		return nil, err
+	}
+	if granted > 0 {
+		return []slotResult{{granted: true}}, nil
+	}
+	return []slotResult{{wait: wait, retry: wait, reason: reason}}, nil
 }
 
 // parseBatch reads batch.lua's reply: Redis's now in µs, then five

@@ -29,7 +29,13 @@
 // [ByCredential] (host and a SHA-256 hash of the Authorization header),
 // [ByHeader] (host and a hash of an API-key header) or [Fixed] (a named
 // account). Raw credentials never reach Redis or the logs; [Redis] hashes
-// the boundary once more before using it in a key.
+// the boundary once more before using it in a key, with HMAC-SHA256 under
+// RedisConfig.BoundaryKey, a per-deployment secret the same on every
+// process of the fleet. The key is required ([NewRedis] fails with
+// [ErrNoBoundaryKey] without one): an unkeyed hash in a store the fleet
+// shares would let whoever can list its keys test guessed credentials
+// offline. Owners are named in Redis by the same keyed hash. [Local] keeps
+// its state in the process and needs no key.
 //
 // # Limits
 //

@@ -1,6 +1,9 @@
 package limiter
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrUnavailable is the sentinel for a limiter that could not reach its
 // shared store (Redis) within the decision timeout and is configured to
@@ -11,6 +14,12 @@ var ErrUnavailable = errors.New("limiter: store unavailable")
 // ErrInvalidConfig is the sentinel wrapped by constructor errors for a
 // configuration that cannot work, such as a limit with a zero Rate.
 var ErrInvalidConfig = errors.New("limiter: invalid config")
+
+// ErrNoBoundaryKey reports a [Redis] limiter configured without
+// RedisConfig.BoundaryKey: its store, shared by the fleet, would name
+// boundaries by hashes that anyone able to list its keys could match
+// against guessed credentials. It wraps [ErrInvalidConfig].
+var ErrNoBoundaryKey = fmt.Errorf("%w: no BoundaryKey for a shared store", ErrInvalidConfig)
 
 // UnavailableError reports a decision or cooldown that the shared store
 // could not serve. It matches [ErrUnavailable] with errors.Is and unwraps

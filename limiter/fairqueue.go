@@ -127,7 +127,7 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 	var deadline time.Time
 	q := b.queue
 	if q != nil {
-		in.owner, in.weight = keyHash(r.Owner), q.weight(r.Owner)
+		in.owner, in.weight = l.keys.owner(r.Owner), q.weight(r.Owner)
 		deadline = now.Add(q.maxWait)
 		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 			deadline = dl

@@ -39,7 +39,7 @@ func simulate(t *testing.T, l *Redis, clk *fakeClock, askers []*asker, n int) []
 		for _, a := range askers {
 			if a.next.Equal(now) {
 				due = append(due, a)
-				ins = append(ins, slotRequest{maxWait: 10 * time.Second, owner: keyHash(a.owner), weight: l.batch.queue.weight(a.owner)})
+				ins = append(ins, slotRequest{maxWait: 10 * time.Second, owner: l.keys.owner(a.owner), weight: l.batch.queue.weight(a.owner)})
 			}
 		}
 		outs, err := l.runBatch(context.Background(), groupKey{boundary: "b"}, ins)
@@ -156,7 +156,7 @@ func TestFairQueueAllowWaitsForItsSlot(t *testing.T) {
 // batchReserve reserves a slot for owner without waiting for it.
 func (l *Redis) batchReserve(owner string, maxWait time.Duration) error {
 	_, err := l.runBatch(context.Background(), groupKey{boundary: "b"},
-		[]slotRequest{{maxWait: maxWait, owner: keyHash(owner), weight: 1}})
+		[]slotRequest{{maxWait: maxWait, owner: l.keys.owner(owner), weight: 1}})
 	return err
 }
 
@@ -166,7 +166,7 @@ func (l *Redis) batchReserve(owner string, maxWait time.Duration) error {
 func TestFairQueueLookahead(t *testing.T) {
 	l, _ := newQueued(t, FairQueue{Lookahead: 250 * time.Millisecond})
 	req := func(owner string) slotRequest {
-		return slotRequest{maxWait: 10 * time.Second, owner: keyHash(owner), weight: 1}
+		return slotRequest{maxWait: 10 * time.Second, owner: l.keys.owner(owner), weight: 1}
 	}
 	outs, err := l.runBatch(context.Background(), groupKey{boundary: "b"},
 		[]slotRequest{req("A"), req("A"), req("A"), req("A"), req("B"), req("A")})

@@ -44,6 +44,7 @@ func testRedisFault(t *testing.T, policy FailMode, ctxTimeouts bool) {
 	const boundary = "api.example.com#secret-credential"
 	l, err := NewRedis(rdb, RedisConfig{
 		Limits:        []Limit{PerSecond(1000).WithBurst(100)},
+		BoundaryKey:   redistest.BoundaryKey(),
 		Prefix:        redistest.Prefix(t),
 		Timeout:       faultTimeout,
 		OnUnavailable: policy,
@@ -87,6 +88,7 @@ func TestRedisHang(t *testing.T) {
 			t.Cleanup(func() { _ = rdb.Close() })
 			l, err := NewRedis(rdb, RedisConfig{
 				Limits:        []Limit{PerSecond(1000)},
+				BoundaryKey:   redistest.BoundaryKey(),
 				Prefix:        redistest.Prefix(t),
 				Timeout:       faultTimeout,
 				OnUnavailable: FailClosed,

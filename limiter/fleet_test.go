@@ -275,7 +275,7 @@ func TestFleetWorker(t *testing.T) {
 		// two-core CI machine running four race-instrumented workers can
 		// stall a round trip past the 50ms default, which would hand
 		// decisions to the uncoordinated fallback (see TestRedisFault).
-		l, err := NewRedis(redistest.Client(t), RedisConfig{Limits: []Limit{fleetLimit}, Prefix: cfg.Prefix, Timeout: time.Second})
+		l, err := NewRedis(redistest.Client(t), RedisConfig{BoundaryKey: redistest.BoundaryKey(), Limits: []Limit{fleetLimit}, Prefix: cfg.Prefix, Timeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -148,7 +148,7 @@ func TestShareWorker(t *testing.T) {
 	rdb := redistest.Client(t)
 	runs := &scriptRuns{}
 	rdb.AddHook(runs)
-	rc := RedisConfig{Limits: []Limit{cfg.Limit}, Prefix: cfg.Prefix, Timeout: time.Second}
+	rc := RedisConfig{BoundaryKey: redistest.BoundaryKey(), Limits: []Limit{cfg.Limit}, Prefix: cfg.Prefix, Timeout: time.Second}
 	if cfg.Queue {
 		rc.Queue = &FairQueue{}
 	}

@@ -1,7 +1,6 @@
 package limiter
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -83,23 +82,4 @@ func FuzzParseBatch(f *testing.F) {
 			t.Fatalf("out of range: %+v", o)
 		}
 	})
-}
-
-// TestBoundaryKeyKeysRedisNames: with RedisConfig.BoundaryKey the Redis
-// key of a credential boundary is a keyed hash, unequal to the unkeyed
-// one anyone could compute from a guessed credential, and different under
-// another key; a short key is refused.
-func TestBoundaryKeyKeysRedisNames(t *testing.T) {
-	req, _ := http.NewRequest("POST", "https://api.example.com/", nil)
-	req.Header.Set("Authorization", "Basic YWxpY2U6aHVudGVyMg==")
-	b := ByCredential()(req)
-	plain, _ := newKeyspace("", nil)
-	a, _ := newKeyspace("", []byte("deployment-a-boundary-key"))
-	o, _ := newKeyspace("", []byte("deployment-b-boundary-key"))
-	if a.base(b) == plain.base(b) || a.base(b) == o.base(b) || strings.Contains(a.base(b), keyHash(b)) {
-		t.Errorf("keyed names %q %q, unkeyed %q: want all different", a.base(b), o.base(b), plain.base(b))
-	}
-	if _, err := newKeyspace("", []byte("short")); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("short BoundaryKey: %v, want ErrInvalidConfig", err)
-	}
 }

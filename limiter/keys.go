@@ -1,8 +1,6 @@
 package limiter
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sync"
 
@@ -13,8 +11,12 @@ import (
 // empty.
 const DefaultPrefix = "retrybudget:limiter:"
 
-// keyDomain separates the hashes in keys from any other SHA-256 use.
-const keyDomain = "retrybudget/limiter/key/v1"
+// keyDomain and ownerDomain separate the hashes that name a boundary and
+// an owner from any other use of the same BoundaryKey.
+const (
+	keyDomain   = "retrybudget/limiter/key/v1"
+	ownerDomain = "retrybudget/limiter/owner/v1"
+)
 
 // keyspace builds the Redis keys of a boundary.
 //
@@ -23,37 +25,44 @@ const keyDomain = "retrybudget/limiter/key/v1"
 // touch them all. The boundary is hashed, not embedded, for three reasons:
 // a custom Boundary function might return a raw credential; a boundary
 // containing '{' or '}' would otherwise break the tag; and keys stay short.
+// The hash is an HMAC under the deployment's BoundaryKey: an unkeyed hash
+// of a [ByCredential] boundary would let whoever can list Redis keys test
+// guessed credentials offline. Owners are named the same way.
 //
 // Its prefix follows the key-prefix rule (redisstore.Prefix): a brace in it
 // would move the hash tag off the boundary and pin every boundary to one
 // slot.
 type keyspace struct {
 	prefix string
-	// keyed, when set, names boundaries by a keyed hash (BoundaryKey).
-	keyed *keyedhash.Hasher
+	// keyed names boundaries and owners (RedisConfig.BoundaryKey).
+	keyed keyedhash.Hasher
 }
 
 // newKeyspace names keys under prefix (already checked by
-// redisstore.Setup), hashing boundaries under boundaryKey when it is set.
+// redisstore.Setup), hashing boundaries and owners under boundaryKey. It
+// fails with ErrNoBoundaryKey without one, and with ErrInvalidConfig for
+// one shorter than keyedhash.MinKeyLen.
 func newKeyspace(prefix string, boundaryKey []byte) (keyspace, error) {
-	ks := keyspace{prefix: prefix}
-	if boundaryKey != nil {
-		h, err := keyedhash.New(boundaryKey)
-		if err != nil {
-			return keyspace{}, fmt.Errorf("%w: BoundaryKey: %w", ErrInvalidConfig, err)
-		}
-		ks.keyed = &h
+	if len(boundaryKey) == 0 {
+		return keyspace{}, ErrNoBoundaryKey
 	}
-	return ks, nil
+	h, err := keyedhash.New(boundaryKey)
+	if err != nil {
+		return keyspace{}, fmt.Errorf("%w: BoundaryKey: %w", ErrInvalidConfig, err)
+	}
+	return keyspace{prefix: prefix, keyed: h}, nil
 }
 
 // base returns the start shared by every key of boundary:
 // "<prefix>{<hash of boundary>}:".
 func (k keyspace) base(boundary string) string {
-	if k.keyed != nil {
-		return k.prefix + "{" + k.keyed.Sum(keyDomain, boundary, 32) + "}:"
-	}
-	return k.prefix + "{" + keyHash(boundary) + "}:"
+	return k.prefix + "{" + k.keyed.Sum(keyDomain, boundary, 32) + "}:"
+}
+
+// owner returns the name of an owner (tenant) in keys and in the fair
+// queue's entries: 128 bits of its keyed hash, hex-encoded.
+func (k keyspace) owner(owner string) string {
+	return k.keyed.Sum(ownerDomain, owner, 32)
 }
 
 // Key suffixes after base: the cooldown, a boundary limit ("r:" + the
@@ -63,12 +72,6 @@ const (
 	rateSuffix     = "r:"
 	ownerSuffix    = "o:"
 )
-
-// keyHash returns 128 bits of SHA-256 over s, hex-encoded.
-func keyHash(s string) string {
-	sum := sha256.Sum256([]byte(keyDomain + "\x00" + s))
-	return hex.EncodeToString(sum[:16])
-}
 
 // maxCachedBoundaries bounds keyCache. A process talks to a handful of
 // boundaries, so the bound only matters for a Boundary function that makes

@@ -30,12 +30,13 @@ type RedisConfig struct {
 	// [DefaultPrefix].
 	Prefix string
 
-	// BoundaryKey, when set (at least 16 bytes, the same on every
-	// process of the fleet), keys the hash that names a boundary's Redis
-	// keys with HMAC-SHA256, so that whoever can list Redis keys cannot
-	// test a guessed credential against a [ByCredential] boundary. Nil
-	// names keys by an unkeyed SHA-256 of the boundary. Setting or
-	// changing it starts every boundary afresh (new keys).
+	// BoundaryKey is the per-deployment secret (at least 16 bytes, the
+	// same on every process of the fleet) under which HMAC-SHA256 names a
+	// boundary's and an owner's Redis keys, so that whoever can list Redis
+	// keys cannot test a guessed credential against a [ByCredential]
+	// boundary. It is required: NewRedis fails with [ErrNoBoundaryKey]
+	// without one. Changing it starts every boundary afresh (new keys, the
+	// old ones expire on their own).
 	BoundaryKey []byte
 
 	// Timeout bounds one decision's round trip, including connection
@@ -168,9 +169,10 @@ type Redis struct {
 	now func() time.Time
 }
 
-// NewRedis returns a Redis limiter using rdb. It fails with an error
-// wrapping [ErrInvalidConfig] when the configuration cannot work. It does
-// not contact Redis.
+// NewRedis returns a Redis limiter using rdb. It fails with
+// [ErrNoBoundaryKey] without cfg.BoundaryKey, and with an error wrapping
+// [ErrInvalidConfig] when the configuration cannot work. It does not
+// contact Redis.
 func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	prefix, err := redisstore.Setup(rdb, cfg.Prefix, DefaultPrefix)
 	if err != nil {
@@ -334,7 +336,7 @@ func (l *Redis) decisionCall(r Request, want int) ([]string, []any) {
 	if l.ownerKeys != nil && r.Owner != "" {
 		keys = make([]string, len(bk.keys), len(bk.keys)+len(l.ownerKeys))
 		copy(keys, bk.keys)
-		ownerBase := bk.base + ownerSuffix + keyHash(r.Owner)
+		ownerBase := bk.base + ownerSuffix + l.keys.owner(r.Owner)
 		for _, suffix := range l.ownerKeys {
 			keys = append(keys, ownerBase+suffix)
 		}

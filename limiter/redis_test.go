@@ -50,6 +50,9 @@ func targets(t *testing.T) []target {
 func newTestRedis(t *testing.T, rdb redis.UniversalClient, prefix string, cfg RedisConfig) *Redis {
 	t.Helper()
 	cfg.Prefix = prefix
+	if cfg.BoundaryKey == nil {
+		cfg.BoundaryKey = redistest.BoundaryKey()
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 2 * time.Second // a loaded CI machine, not the failure path
 	}
@@ -450,14 +453,16 @@ func testRedisKeys(t *testing.T, tg target) {
 func TestRedisConfigErrors(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	t.Cleanup(func() { _ = rdb.Close() })
+	key := redistest.BoundaryKey()
 	bad := []RedisConfig{
-		{Prefix: "a{b}"},
-		{Limits: []Limit{{Rate: 0}}},
-		{OwnerShare: 2},
-		{FallbackShare: 1.5},
-		{OnUnavailable: FailMode(7)},
-		{Timeout: -1},
-		{Lease: -1},
+		{BoundaryKey: key, Prefix: "a{b}"},
+		{BoundaryKey: key, Limits: []Limit{{Rate: 0}}},
+		{BoundaryKey: key, OwnerShare: 2},
+		{BoundaryKey: key, FallbackShare: 1.5},
+		{BoundaryKey: key, OnUnavailable: FailMode(7)},
+		{BoundaryKey: key, Timeout: -1},
+		{BoundaryKey: key, Lease: -1},
+		{BoundaryKey: []byte("short")},
 	}
 	for _, cfg := range bad {
 		if _, err := NewRedis(rdb, cfg); !errors.Is(err, ErrInvalidConfig) {
@@ -470,7 +475,7 @@ func TestRedisConfigErrors(t *testing.T) {
 			t.Errorf("NewRedis(%T(nil)) = %v, want ErrInvalidConfig", c, err)
 		}
 	}
-	if _, err := NewRedis(rdb, RedisConfig{}); err != nil {
-		t.Fatalf("zero config: %v", err)
+	if _, err := NewRedis(rdb, RedisConfig{BoundaryKey: key}); err != nil {
+		t.Fatalf("zero config with a BoundaryKey: %v", err)
 	}
 }

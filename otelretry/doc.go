@@ -29,8 +29,9 @@
 //	retrybudget.ledger.replays    Int64Counter        {action}    http.request.method, server.address, retrybudget.operation
 //	retrybudget.ledger.conflicts  Int64Counter        {action}    http.request.method, server.address, retrybudget.operation
 //	retrybudget.ledger.errors     Int64Counter        {error}     http.request.method, server.address, retrybudget.operation, retrybudget.ledger.op
-//	retrybudget.ledger.stuck      Int64Gauge          {action}    retrybudget.ledger.state (LedgerReport)
-//	retrybudget.ledger.reconciled Int64Counter        {action}    retrybudget.ledger.state (LedgerReport)
+//	retrybudget.ledger.expired    Int64Counter        {action}    http.request.method, server.address, retrybudget.operation
+//	retrybudget.ledger.stuck      Int64Gauge          {action}    retrybudget.ledger.state (Sweep, LedgerReport)
+//	retrybudget.ledger.reconciled Int64Counter        {action}    retrybudget.ledger.state (Sweep, LedgerReport)
 //
 // ¹ Only when there is one: a status code when the attempt got a response, a
 // limiter reason when the limiter gave one.
@@ -51,7 +52,12 @@
 // whose action key was reused for a different request: both are duplicate
 // effects prevented. retrybudget.ledger.errors counts ledger store
 // operations that failed (retrybudget.ledger.op: reserve, complete, fail,
-// attempt, renew), each an action the ledger may not protect. The operation
+// attempt, renew, sweep), each an action the ledger may not protect.
+// retrybudget.ledger.expired counts actions whose earlier record had
+// outlived its retention, so the same key ran as a new action. The
+// Observer's Sweep field records a ledger.Monitor's sweeps (pass it as
+// MonitorConfig.Report): the stuck gauge, by state (in-progress, uncertain),
+// and one reconciled per action by ledger.Reconciled.Result. The operation
 // is the Action's ("charge"); its tenant and key are left out of metrics as
 // unbounded.
 //

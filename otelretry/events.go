@@ -97,8 +97,9 @@ func (t *Telemetry) cooldown(ev retrybudget.CooldownEvent) {
 }
 
 // ledger counts replays and conflicts, the verdicts that mean the ledger
-// kept an action from being sent twice, and store failures, which mean it
-// may not have. Every verdict is a span event.
+// kept an action from being sent twice, store failures, which mean it may
+// not have, and expiries, a key run anew past its retention. Every verdict
+// is a span event.
 func (t *Telemetry) ledger(ev retrybudget.LedgerEvent) {
 	ctx := contextOf(ev.Request)
 	attrs := t.metricAttrs(ev.Request, 2)
@@ -115,8 +116,11 @@ func (t *Telemetry) ledger(ev retrybudget.LedgerEvent) {
 	case ev.Verdict == ledger.VerdictConflict:
 		t.m.conflicts.Add(ctx, 1, metric.WithAttributes(attrs...))
 	}
+	if ev.Expired {
+		t.m.expired.Add(ctx, 1, metric.WithAttributes(attrs...))
+	}
 	t.event(ctx, "retrybudget.ledger", OperationKey.String(ev.Action.Operation),
-		VerdictKey.String(ev.Verdict.String()), DecisionKey.StringSlice(ev.Path))
+		VerdictKey.String(ev.Verdict.String()), DecisionKey.StringSlice(ev.Path), ExpiredKey.Bool(ev.Expired))
 }
 
 // event adds an event to the span of ctx when spans are on and that span is

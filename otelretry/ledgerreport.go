@@ -15,8 +15,9 @@ import (
 // reconciliation that failed.
 const LedgerStateKey = attribute.Key("retrybudget.ledger.state")
 
-// LedgerReport records a ledger sweep (ledger.Monitor's
-// MonitorConfig.Report): the gauge retrybudget.ledger.stuck by state, and
+// LedgerReport records a ledger sweep; it is the Sweep field of
+// t.Observer(), to pass as ledger.Monitor's MonitorConfig.Report directly
+// or through retrybudget.Observers: the gauge retrybudget.ledger.stuck by state, and
 // one retrybudget.ledger.reconciled per reconciled action by the state it
 // was settled in, so stuck operations and reconciliations are visible
 // without calling Sweep by hand. A failed sweep counts as a ledger error
@@ -30,13 +31,6 @@ func (t *Telemetry) LedgerReport(r ledger.SweepReport) {
 	t.m.stuck.Record(ctx, int64(r.InProgress), metric.WithAttributes(LedgerStateKey.String(ledger.StateInProgress.String())))
 	t.m.stuck.Record(ctx, int64(r.Uncertain), metric.WithAttributes(LedgerStateKey.String(ledger.StateUncertain.String())))
 	for _, rc := range r.Reconciled {
-		state := rc.State.String()
-		switch {
-		case rc.Err != nil:
-			state = "error"
-		case rc.Verdict != ledger.VerdictReconcile:
-			state = "skipped"
-		}
-		t.m.reconciled.Add(ctx, 1, metric.WithAttributes(LedgerStateKey.String(state)))
+		t.m.reconciled.Add(ctx, 1, metric.WithAttributes(LedgerStateKey.String(rc.Result())))
 	}
 }

@@ -42,10 +42,13 @@ const (
 	// OperationKey is the Action's operation, such as "charge".
 	OperationKey = attribute.Key("retrybudget.operation")
 	// LedgerOpKey is the ledger store operation that failed: reserve,
-	// complete, fail, attempt or renew.
+	// complete, fail, attempt, renew or sweep.
 	LedgerOpKey = attribute.Key("retrybudget.ledger.op")
 	// VerdictKey is the ledger's verdict; only on span events.
 	VerdictKey = attribute.Key("retrybudget.ledger.verdict")
+	// ExpiredKey reports that the action's earlier record had outlived its
+	// retention and the call runs it anew; only on span events.
+	ExpiredKey = attribute.Key("retrybudget.ledger.expired")
 	// DecisionKey is the ledger's decision path in words; only on span
 	// events.
 	DecisionKey = attribute.Key("retrybudget.ledger.decision")
@@ -76,6 +79,7 @@ type instruments struct {
 	ledgerErrors    metric.Int64Counter
 	stuck           metric.Int64Gauge   // see LedgerReport
 	reconciled      metric.Int64Counter // see LedgerReport
+	expired         metric.Int64Counter
 }
 
 // newInstruments creates every instrument, or reports all that failed.
@@ -103,6 +107,7 @@ func newInstruments(m metric.Meter) (instruments, error) {
 		replays:         counter("retrybudget.ledger.replays", "{action}", "Actions answered from the ledger instead of being sent again."),
 		conflicts:       counter("retrybudget.ledger.conflicts", "{action}", "Action keys reused for a different request."),
 		ledgerErrors:    counter("retrybudget.ledger.errors", "{error}", "Ledger store operations that failed."),
+		expired:         counter("retrybudget.ledger.expired", "{action}", "Actions run anew because their earlier record had outlived its retention."),
 	}
 	var err error
 	in.stuck, err = m.Int64Gauge("retrybudget.ledger.stuck", metric.WithUnit("{action}"),

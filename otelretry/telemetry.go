@@ -98,5 +98,6 @@ func (t *Telemetry) Observer() retrybudget.Observer {
 		Limited:  t.limited,
 		Cooldown: t.cooldown,
 		Ledger:   t.ledger,
+		Sweep:    t.LedgerReport,
 	}
 }

@@ -26,7 +26,6 @@ import (
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/internal/redistest"
-	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 	"github.com/retrybudget/retrybudget/riverjobs"
 	"github.com/retrybudget/retrybudget/riverjobs/internal/fakeprovider"
@@ -76,6 +75,7 @@ func TestFleetWorker(t *testing.T) {
 	prefix := os.Getenv(envPrefix)
 	lim, err := limiter.NewRedis(rdb, limiter.RedisConfig{
 		Limits: []limiter.Limit{limiter.PerSecond(fleetRate)}, OwnerShare: 0.5, Prefix: prefix + "lim:",
+		BoundaryKey: redistest.BoundaryKey(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -104,8 +104,8 @@ func TestFleetWorker(t *testing.T) {
 	}
 	base := &http.Transport{MaxIdleConnsPerHost: fleetWorkers}
 	defer base.CloseIdleConnections()
-	led, err := ledger.NewRedis(rdb, ledger.RedisConfig{Prefix: prefix + "led:",
-		Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}}})
+	// The ledger on the jobs' own database, as River's tables are.
+	led, err := pgtest.Ledger(pool, os.Getenv(envSchema))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,13 @@ go 1.26.0
 
 replace github.com/retrybudget/retrybudget => ../
 
+replace github.com/retrybudget/retrybudget/ledger/pgledger => ../ledger/pgledger
+
 require (
 	github.com/jackc/pgx/v5 v5.13.0
-	github.com/retrybudget/retrybudget v0.0.0-00010101000000-000000000000
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/retrybudget/retrybudget v0.0.0
+	github.com/retrybudget/retrybudget/ledger/pgledger v0.0.0-00010101000000-000000000000
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/riverqueue/river/rivertype v0.51.2
@@ -20,7 +24,6 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	github.com/riverqueue/river/riverdriver v0.51.2 // indirect
 	github.com/riverqueue/river/rivershared v0.51.2 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect

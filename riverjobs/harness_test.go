@@ -93,7 +93,12 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	h := &harness{db: pgtest.New(t), provider: fakeprovider.Start(o.faults)}
 	t.Cleanup(h.provider.Close)
 	if o.transport.Ledger.Store == nil {
-		o.transport.Ledger.Store = ledger.NewMemory(ledger.MemoryConfig{})
+		// The ledger on the jobs' own database, in their schema.
+		store, err := pgtest.Ledger(h.db.Pool, h.db.Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.transport.Ledger.Store = store
 	}
 	if o.transport.MaxWait == 0 {
 		o.transport.MaxWait = time.Second

@@ -42,18 +42,20 @@ func BenchmarkDecisions(b *testing.B) {
 	rr := redis_rate.NewLimiter(rdb)
 	rrLimit := redis_rate.PerSecond(hotRate)
 	lim, err := limiter.NewRedis(rdb, limiter.RedisConfig{
-		Limits:  []limiter.Limit{limiter.PerSecond(hotRate).WithBurst(hotRate)},
-		Prefix:  prefix + "plain:",
-		Timeout: time.Second, // measure deciding, not the fail-open path
+		Limits:      []limiter.Limit{limiter.PerSecond(hotRate).WithBurst(hotRate)},
+		BoundaryKey: redistest.BoundaryKey(),
+		Prefix:      prefix + "plain:",
+		Timeout:     time.Second, // measure deciding, not the fail-open path
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	leased, err := limiter.NewRedis(rdb, limiter.RedisConfig{
-		Limits:  []limiter.Limit{limiter.PerSecond(hotRate).WithBurst(hotRate)},
-		Prefix:  prefix + "lease:",
-		Timeout: time.Second,
-		Lease:   10,
+		Limits:      []limiter.Limit{limiter.PerSecond(hotRate).WithBurst(hotRate)},
+		BoundaryKey: redistest.BoundaryKey(),
+		Prefix:      prefix + "lease:",
+		Timeout:     time.Second,
+		Lease:       10,
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -61,11 +61,12 @@ func TestCompare(t *testing.T) {
 	rrLimit := redis_rate.PerSecond(hotRate)
 	newLim := func(name string, lease, batch int) *limiter.Redis {
 		l, err := limiter.NewRedis(rdb, limiter.RedisConfig{
-			Limits:   []limiter.Limit{limiter.PerSecond(hotRate).WithBurst(hotRate)},
-			Prefix:   prefix + name + ":",
-			Timeout:  time.Second,
-			Lease:    lease,
-			MaxBatch: batch,
+			Limits:      []limiter.Limit{limiter.PerSecond(hotRate).WithBurst(hotRate)},
+			BoundaryKey: redistest.BoundaryKey(),
+			Prefix:      prefix + name + ":",
+			Timeout:     time.Second,
+			Lease:       lease,
+			MaxBatch:    batch,
 		})
 		if err != nil {
 			t.Fatal(err)

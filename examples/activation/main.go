@@ -1,23 +1,28 @@
 // Command activation is a campaign-activation service whose front door is
 // guarded by the idempotency middleware, and whose call to an ad
 // destination goes through a retrybudget Transport under the same business
-// action, over one ledger.
+// action, over one ledger. The service itself is package app; this command
+// runs it with a ledger in memory or in Redis, and examples/activation/pg
+// (a module of its own) with PostgreSQL.
 //
 // POST /api/v1/campaign-activations with an Idempotency-Key activates a
-// campaign revision on an audience by syncing it to a fake destination
-// served on loopback in the same process. A retry with the same key gets
-// the stored answer; a concurrent one gets 409 with Retry-After; a reused
-// key with another body gets 422; a rate-limited destination makes it
-// answer 503 with Retry-After. See README.md for curl lines.
+// campaign revision on an audience by syncing it to a fake destination:
+// one served on loopback in the same process, or with -destination the
+// provider process of examples/activation/provider, shared by every
+// instance. A retry with the same key gets the stored answer; a concurrent
+// one gets 409 with Retry-After; a reused key with another body gets 422;
+// a rate-limited destination makes it answer 503 with Retry-After. See
+// README.md for curl lines.
 //
 // Usage:
 //
-//	go run ./examples/activation [-addr 127.0.0.1:8080] [-redis rediss://:password@host:6380/0] [-slow 5s] [-retention 24h]
+//	go run ./examples/activation [-addr 127.0.0.1:8080] [-redis rediss://:password@host:6380/0] [-destination http://127.0.0.1:9090] [-slow 5s] [-retention 24h]
 //
-// Without -redis the ledger is in memory and forgotten at exit. With it,
-// ACTIVATION_FINGERPRINT_KEY must hold the deployment's fingerprint key.
-// The bearer tokens it accepts (token_a, token_b) are hard-coded for the
-// demo only: a real service verifies credentials.
+// Without -redis the ledger and the activations are in memory and
+// forgotten at exit. With it, both are in Redis, shared by every instance,
+// and ACTIVATION_FINGERPRINT_KEY must hold the deployment's fingerprint
+// key. The bearer tokens it accepts (token_a, token_b) are hard-coded for
+// the demo only: a real service verifies credentials.
 package main
 
 import (
@@ -26,8 +31,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -37,22 +40,25 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/retrybudget/retrybudget/examples/activation/app"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
 // options are the command's flags.
 type options struct {
-	addr      string
-	redis     string
-	slow      time.Duration
-	retention time.Duration
+	addr        string
+	redis       string
+	destination string
+	slow        time.Duration
+	retention   time.Duration
 }
 
 func main() {
 	var opts options
 	flag.StringVar(&opts.addr, "addr", "127.0.0.1:8080", "address to listen on")
 	flag.StringVar(&opts.redis, "redis", "", "Redis for a shared ledger: redis://[user:password@]host:port[/db], rediss:// for TLS, or host:port; empty keeps it in memory")
-	flag.DurationVar(&opts.slow, "slow", 5*time.Second, "how long the destination takes to sync audience_slow")
+	flag.StringVar(&opts.destination, "destination", "", "base URL of the destination (go run ./examples/activation/provider); empty starts one on loopback in this process")
+	flag.DurationVar(&opts.slow, "slow", 5*time.Second, "how long the embedded destination takes to sync audience_slow")
 	flag.DurationVar(&opts.retention, "retention", 0, "how long an Idempotency-Key is remembered (0: 24h); a key lives at least until one lease past its last lease's end, whichever is later")
 	flag.Parse()
 
@@ -67,89 +73,57 @@ func main() {
 
 // run serves until ctx ends, then shuts down what it started.
 func run(ctx context.Context, opts options, logger *slog.Logger) error {
-	store, closeStore, err := openStore(ctx, opts.redis)
+	store, activations, closeStore, err := openStore(ctx, opts.redis)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-
-	hold := func(ctx context.Context) {
-		t := time.NewTimer(opts.slow)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-	}
-	dmux := http.NewServeMux()
-	dmux.Handle("POST /v1/audiences/{audience}/syncs", newDestination(hold, logger))
-	dln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	dsrv := &http.Server{Handler: dmux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = dsrv.Serve(dln) }()
-	defer dsrv.Close()
-
-	ln, err := net.Listen("tcp", opts.addr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{
-		Handler: newApp(appConfig{store: store, destination: "http://" + dln.Addr().String(),
-			retention: opts.retention, logger: logger}),
-		ReadHeaderTimeout: 5 * time.Second,
-	}
-	logger.Info("activation: listening", "addr", ln.Addr().String(), "destination", dln.Addr().String(), "ledger", ledgerName(opts.redis))
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return app.Serve(ctx, app.ServeConfig{
+		Addr: opts.addr,
+		App: app.Config{Store: store, Activations: activations, Destination: opts.destination,
+			Retention: opts.retention, Logger: logger},
+		Slow:   opts.slow,
+		Ledger: ledgerName(opts.redis),
+	})
 }
 
 // fingerprintKeyEnv names the environment variable holding the ledger's
 // fingerprint key (ledger.FingerprintKeys), required with -redis.
 const fingerprintKeyEnv = "ACTIVATION_FINGERPRINT_KEY"
 
-// openStore returns the ledger: Redis at addr, or memory when addr is
-// empty, and a function that releases it.
-func openStore(ctx context.Context, addr string) (ledger.Store, func(), error) {
+// openStore returns the ledger and the activations: in Redis at addr, or
+// in memory when addr is empty, and a function that releases them.
+func openStore(ctx context.Context, addr string) (ledger.Store, app.Activations, func(), error) {
 	if addr == "" {
-		return ledger.NewMemory(ledger.MemoryConfig{}), func() {}, nil
+		return ledger.NewMemory(ledger.MemoryConfig{}), app.NewMemoryActivations(), func() {}, nil
+	}
+	if strings.HasPrefix(addr, "postgres://") || strings.HasPrefix(addr, "postgresql://") {
+		return nil, nil, nil, errors.New("-redis: a PostgreSQL URL; the PostgreSQL variant is a module of its own: cd examples/activation/pg && go run . -postgres URL")
 	}
 	// The fingerprint key is a deployment secret, the same on every
 	// instance: records in Redis are readable by whoever reads Redis.
 	key := os.Getenv(fingerprintKeyEnv)
 	if key == "" {
-		return nil, nil, fmt.Errorf("a Redis ledger needs a fingerprint key: set %s to a secret of at least 16 bytes", fingerprintKeyEnv)
+		return nil, nil, nil, fmt.Errorf("a Redis ledger needs a fingerprint key: set %s to a secret of at least 16 bytes", fingerprintKeyEnv)
 	}
 	ropts, err := redisOptions(addr)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	client := redis.NewClient(ropts)
 	store, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: "activation:ledger:",
 		Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{[]byte(key)}}})
 	if err != nil {
 		_ = client.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
 		_ = client.Close()
-		return nil, nil, fmt.Errorf("redis %s: %w", ledgerName(addr), err)
+		return nil, nil, nil, fmt.Errorf("redis %s: %w", ledgerName(addr), err)
 	}
-	return store, func() { _ = client.Close() }, nil
+	return store, app.NewRedisActivations(client, "activation:activations:"), func() { _ = client.Close() }, nil
 }
 
 // redisOptions reads the -redis flag: a redis:// or rediss:// (TLS) URL,

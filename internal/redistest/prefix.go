@@ -31,3 +31,8 @@ func Prefix(t testing.TB) string {
 // uses (ledger.Config.FingerprintKeys), the same in every process of a
 // test so that a child process reads what its parent wrote.
 func LedgerKey() []byte { return []byte("redistest-ledger-fingerprint-key") }
+
+// BoundaryKey returns the limiter boundary key every test of a Redis
+// limiter uses (limiter.RedisConfig.BoundaryKey), the same in every process
+// of a test so that a fleet of them shares its boundaries.
+func BoundaryKey() []byte { return []byte("redistest-limiter-boundary-key") }

@@ -48,6 +48,7 @@ var cases = []struct {
 	{"Sweep", testSweep},
 	{"Reconcile", testReconcile},
 	{"ExpiryAfterRetention", testExpiryAfterRetention},
+	{"ExpiryReported", testExpiryReported},
 	{"DeadOwnerOutlivesAShortRetention", testDeadOwnerOutlivesAShortRetention},
 	{"ConcurrentReserveOneWins", testConcurrentReserve},
 	{"InvalidRequests", testInvalidRequests},

@@ -42,6 +42,11 @@ end
 
 local f = redis.call('HMGET', KEYS[1], 'st', 'fp', 'tok', 'lu', 'ea', 'na', 'nc', 'gv', 'mk', 'sn')
 local st = f[1] or 'absent'
+-- A record past its retention is kept for ledger.ExpiryGrace only so that
+-- this script can tell expired from absent (Reservation.Expired).
+-- An unknown state stays as it is: never replace what cannot be classified.
+local known = st == 'in-progress' or st == 'completed' or st == 'failed' or st == 'uncertain'
+if known and f[5] and now > tonumber(f[5]) then st = 'expired' end
 local expired = '0'
 if st == 'in-progress' and now >= tonumber(f[4]) then expired = '1' end
 -- The current grant was made to this very request: its reply was lost.
@@ -66,7 +71,7 @@ local function matches(fp)
 end
 
 local verdict
-if st == 'absent' then
+if st == 'absent' or st == 'expired' then
   verdict = send('created')
 elseif st ~= 'in-progress' and st ~= 'completed' and st ~= 'failed' and st ~= 'uncertain' then
   verdict = 'uncertain' -- never send what cannot be classified
@@ -121,7 +126,8 @@ if token ~= '0' then
   redis.call('HDEL', KEYS[1], 'rs')
   trim(n)
   -- The lease extends the retention: a record must outlive its owner.
-  redis.call('PEXPIREAT', KEYS[1], int(ea))
+  -- Dropped ledger.ExpiryGrace (3,600,000 ms) after it: see above.
+  redis.call('PEXPIREAT', KEYS[1], int(ea) + 3600000)
 end
 
 local out = {verdict, st, expired, int(now), token, regrant, unsent}

@@ -1,7 +1,6 @@
 package pgledger_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -48,25 +47,7 @@ func newEffectsDB(t *testing.T) effectsDB {
 // open returns a pool on the schema, through addr ("host:port") when set.
 func (db effectsDB) open(t testing.TB, addr string) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(db.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = db.schema
-	if addr != "" {
-		host, port, _ := net.SplitHostPort(addr)
-		p, _ := strconv.Atoi(port)
-		cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(p)
-		// Plain text, so the proxy can see COMMIT: no TLS, and no
-		// fallback that would bypass the proxy.
-		cfg.ConnConfig.TLSConfig, cfg.ConnConfig.Fallbacks = nil, nil
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
+	return pgtest.PoolVia(t, db.url, db.schema, addr)
 }
 
 // effects counts the effects at their one place, the table.
@@ -159,12 +140,12 @@ func retryUntilSettled(t *testing.T, url, key string) answer {
 func TestAtomicCommitCut(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		mode       int32
+		mode       pgtest.CutMode
 		committed  bool
 		firstRetry string // what the first retry is: "ran" or "replayed"
 	}{
-		{"CommitNeverArrives", dropCommit, false, "ran"},
-		{"CommitAnswerLost", dropCommitOK, true, "replayed"},
+		{"CommitNeverArrives", pgtest.CutBeforeCommit, false, "ran"},
+		{"CommitAnswerLost", pgtest.CutAfterCommit, true, "replayed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := newEffectsDB(t)
@@ -172,17 +153,17 @@ func TestAtomicCommitCut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			proxy := startProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
-			srv := httptest.NewServer(atomicServer(t, db.open(t, proxy.addr().String()), nil))
+			proxy := pgtest.StartCutProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
+			srv := httptest.NewServer(atomicServer(t, db.open(t, proxy.Addr().String()), nil))
 			defer srv.Close()
 
-			proxy.mode.Store(tc.mode)
+			proxy.Arm(tc.mode)
 			first, err := post(t, srv.URL, "k1")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if proxy.cuts.Load() != 1 {
-				t.Fatalf("the proxy cut %d connections, want 1 (first answer %+v)", proxy.cuts.Load(), first)
+			if proxy.Cuts() != 1 {
+				t.Fatalf("the proxy cut %d connections, want 1 (first answer %+v)", proxy.Cuts(), first)
 			}
 			if first.status != http.StatusServiceUnavailable {
 				t.Fatalf("first answer %d %s; want 503, the commit's fate being unknown to the server", first.status, first.body)

@@ -78,7 +78,7 @@ var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_a
 		`CASE WHEN {{expired}} THEN $12 ELSE r.token + 1 END`), `$13`) + `,
   attempt_count = CASE WHEN {{expired}} THEN 1 ELSE r.attempt_count + 1 END,
   granted       = {{v}},
-  granted_from  = CASE WHEN {{expired}} THEN 'absent' ELSE {{eff}} END,
+  granted_from  = CASE WHEN {{expired}} THEN 'expired' ELSE {{eff}} END,
   atomic        = false,
   granted_unsent = NOT {{expired}} AND {{eff}} = 'in-progress' AND r.promised AND NOT r.sending,
   nonce         = $15,

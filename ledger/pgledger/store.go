@@ -135,13 +135,17 @@ func (s *Store) granted(req ledger.ReserveRequest, rec ledger.Record, m meta) (l
 		return ledger.Reservation{}, err
 	}
 	in := input(req)
-	if from != ledger.StateAbsent {
+	if from == ledger.StateExpired {
+		// A row past expires_at, kept until Purge: the expiry event.
+		in.State = from
+	} else if from != ledger.StateAbsent {
 		in.State, in.StoredFingerprint = from, rec.Fingerprint
 		in.Fingerprint = s.cfg.FingerprintKeys.Match(rec.Fingerprint, req.Fingerprint)
 		in.LeaseExpired = from == ledger.StateInProgress
 		in.Unsent = m.grantedUnsent
 	}
-	res := ledger.Reservation{Decision: ledger.Resolve(in), Record: rec, Token: m.token}
+	res := ledger.Reservation{Decision: ledger.Resolve(in), Record: rec, Token: m.token,
+		Expired: from == ledger.StateExpired}
 	if res.Verdict.String() != m.granted {
 		return ledger.Reservation{}, fmt.Errorf("%w: SQL granted %q, Resolve decides %q", ledger.ErrCorrupt, m.granted, res.Verdict)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,4 +93,34 @@ func URL(t testing.TB) string {
 		return url
 	}
 	return Start(t).URL
+}
+
+// PoolVia returns a pool on schema of the database at url, connecting to
+// addr ("host:port", such as a CutProxy's) instead of url's host when addr
+// is set, in plain text so that a proxy sees COMMIT. t.Cleanup closes it.
+func PoolVia(t testing.TB, url, schema, addr string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	if addr != "" {
+		host, port, err := net.SplitHostPort(addr)
+		p, perr := strconv.Atoi(port)
+		if err != nil || perr != nil {
+			t.Fatalf("pgtest: address %q is not host:port", addr)
+		}
+		cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(p)
+		// No TLS, and no fallback that would bypass the proxy.
+		cfg.ConnConfig.TLSConfig, cfg.ConnConfig.Fallbacks = nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }

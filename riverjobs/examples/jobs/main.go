@@ -16,6 +16,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -34,6 +35,7 @@ import (
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/ledger/pgledger"
 	"github.com/retrybudget/retrybudget/riverjobs"
 	"github.com/retrybudget/retrybudget/riverjobs/internal/fakeprovider"
 )
@@ -107,13 +109,26 @@ func run(ctx context.Context, n int, keep bool) error {
 	defer provider.Close()
 	provider.StartBurst(2 * time.Second)
 
+	// The ledger lives on the jobs' own database, beside River's tables,
+	// so an order, its job and its charge's record share one system of
+	// record. Its fingerprints are sealed under a deployment secret
+	// (ledger.FingerprintKeys): a fleet shares one; this one-process demo
+	// draws its own.
+	fpKey := make([]byte, 32)
+	_, _ = rand.Read(fpKey) // crypto/rand never fails
+	store, err := pgledger.New(pool, pgledger.Config{Schema: schema, Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{fpKey}}})
+	if err == nil {
+		err = store.Migrate(ctx)
+	}
+	if err != nil {
+		return err
+	}
+
 	mw := riverjobs.New(riverjobs.Config{TenantField: "tenant", KeyField: "order"})
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &ChargeWorker{url: provider.URL, client: &http.Client{
 		Transport: riverjobs.Record(retrybudget.New(retrybudget.Config{
-			// The in-process ledger keeps this example self-contained; a
-			// fleet shares ledger.NewRedis (or a PostgreSQL store).
-			Ledger:  retrybudget.LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})},
+			Ledger:  retrybudget.LedgerConfig{Store: store},
 			MaxWait: time.Second,
 		})),
 	}})

@@ -24,6 +24,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/ledger/ledgertest"
+	"github.com/retrybudget/retrybudget/ledger/pgledger"
 )
 
 // RequireEnv is the environment variable that turns a skip (no
@@ -106,7 +110,9 @@ func New(t testing.TB) *DB {
 	return &DB{URL: url, Schema: schema, Pool: pool}
 }
 
-// Migrate runs River's migrations up into schema with River's migrator.
+// Migrate runs River's migrations up into schema with River's migrator,
+// and creates the PostgreSQL ledger's table beside River's (the ledger on
+// the same database as the jobs).
 func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema})
 	if err != nil {
@@ -115,7 +121,20 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("pgtest: migrate River: %w", err)
 	}
+	store, err := Ledger(pool, schema)
+	if err != nil {
+		return err
+	}
+	if err := store.Migrate(ctx); err != nil {
+		return fmt.Errorf("pgtest: migrate the ledger: %w", err)
+	}
 	return nil
+}
+
+// Ledger returns the PostgreSQL ledger in schema, sealing fingerprints
+// with the tests' key (ledgertest.FingerprintKeys).
+func Ledger(pool *pgxpool.Pool, schema string) (*pgledger.Store, error) {
+	return pgledger.New(pool, pgledger.Config{Schema: schema, Config: ledger.Config{FingerprintKeys: ledgertest.FingerprintKeys()}})
 }
 
 // required reports whether RequireEnv asks a missing server to fail tests.

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -35,7 +35,8 @@ const guardTimeout = 10 * time.Second
 // loopback httptest.Server whose slow syncs wait for release.
 type fixture struct {
 	app     http.Handler
-	dest    *destination
+	dest    *Destination
+	store   *ledger.Memory
 	entered chan struct{}
 	release chan struct{}
 }
@@ -44,18 +45,17 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	logger := slog.New(slog.DiscardHandler)
-	f.dest = newDestination(func(ctx context.Context) {
+	f.dest = NewDestination(func(ctx context.Context) {
 		f.entered <- struct{}{}
 		select {
 		case <-f.release:
 		case <-ctx.Done():
 		}
 	}, logger)
-	dmux := http.NewServeMux()
-	dmux.Handle("POST /v1/audiences/{audience}/syncs", f.dest)
-	dsrv := httptest.NewServer(dmux)
+	dsrv := httptest.NewServer(f.dest.Handler())
 	t.Cleanup(dsrv.Close)
-	f.app = newApp(appConfig{store: ledger.NewMemory(ledger.MemoryConfig{}), destination: dsrv.URL, logger: logger})
+	f.store = ledger.NewMemory(ledger.MemoryConfig{})
+	f.app = New(Config{Store: f.store, Destination: dsrv.URL, Logger: logger})
 	return f
 }
 
@@ -86,7 +86,7 @@ func problemType(w *httptest.ResponseRecorder) string {
 func TestSeedScenario(t *testing.T) {
 	f := newFixture(t)
 	w := f.post(seedKey, seedBody)
-	var a activation
+	var a Activation
 	if err := json.Unmarshal(w.Body.Bytes(), &a); err != nil || w.Code != http.StatusCreated {
 		t.Fatalf("%d %s: %v", w.Code, w.Body, err)
 	}
@@ -94,11 +94,12 @@ func TestSeedScenario(t *testing.T) {
 		t.Errorf("activation %+v, Location %q", a, w.Header().Get("Location"))
 	}
 	inbound := retrybudget.Action{Tenant: "tenant_a", Operation: "POST /api/v1/campaign-activations", Key: seedKey}
-	step, _ := idempotency.Outbound(inbound, "destination")
-	f.dest.mu.Lock()
-	_, synced := f.dest.syncs[step.IdempotencyKey()]
-	f.dest.mu.Unlock()
-	if !synced {
+	rec, err := f.store.Get(context.Background(), inbound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, _ := idempotency.Outbound(inbound, rec.CreatedAt, "destination")
+	if !f.dest.Synced(step.IdempotencyKey()) {
 		t.Errorf("destination has no sync under the derived key %s", step.IdempotencyKey())
 	}
 
@@ -121,8 +122,8 @@ func TestReadmeCases(t *testing.T) {
 			again.Header().Get(idempotency.HeaderReplayed) != "true" || again.Header().Get("Location") != first.Header().Get("Location") {
 			t.Errorf("replay: %d %s %v; first %s", again.Code, again.Body, again.Header(), first.Body)
 		}
-		if req, syncs := f.dest.counts(); req != 1 || syncs != 1 {
-			t.Errorf("destination saw %d requests, made %d syncs; want 1 and 1", req, syncs)
+		if st := f.dest.Stats(); st.Requests != 1 || st.Syncs != 1 {
+			t.Errorf("destination %+v; want 1 request and 1 sync", st)
 		}
 	})
 	t.Run("conflict", func(t *testing.T) {
@@ -132,14 +133,14 @@ func TestReadmeCases(t *testing.T) {
 		if w.Code != http.StatusUnprocessableEntity || problemType(w) != idempotency.TypeConflict {
 			t.Errorf("conflict: %d %s", w.Code, w.Body)
 		}
-		if req, _ := f.dest.counts(); req != 1 {
-			t.Errorf("destination saw %d requests, want 1", req)
+		if st := f.dest.Stats(); st.Requests != 1 {
+			t.Errorf("destination saw %d requests, want 1", st.Requests)
 		}
 	})
 	t.Run("pending", func(t *testing.T) {
 		f := newFixture(t)
 		const key = "tenant_a:campaign_20:revision_1"
-		body := `{"campaign_id":"campaign_20","revision":1,"audience_id":"` + slowAudience + `"}`
+		body := `{"campaign_id":"campaign_20","revision":1,"audience_id":"` + SlowAudience + `"}`
 		first := make(chan *httptest.ResponseRecorder, 1)
 		go func() { first <- f.post(key, body) }()
 		select {
@@ -150,7 +151,7 @@ func TestReadmeCases(t *testing.T) {
 		w := f.post(key, body)
 		close(f.release)
 		if w.Code != http.StatusConflict || problemType(w) != idempotency.TypePending ||
-			w.Header().Get("Retry-After") != strconv.Itoa(int(inboundLease/time.Second)) {
+			w.Header().Get("Retry-After") != strconv.Itoa(int(InboundLease/time.Second)) {
 			t.Errorf("pending: %d %v %s", w.Code, w.Header(), w.Body)
 		}
 		if w := <-first; w.Code != http.StatusCreated {
@@ -159,46 +160,26 @@ func TestReadmeCases(t *testing.T) {
 		if w := f.post(key, body); w.Code != http.StatusCreated || w.Header().Get(idempotency.HeaderReplayed) != "true" {
 			t.Errorf("after: %d %v", w.Code, w.Header())
 		}
-		if req, _ := f.dest.counts(); req != 1 {
-			t.Errorf("destination saw %d requests, want 1", req)
+		if st := f.dest.Stats(); st.Requests != 1 {
+			t.Errorf("destination saw %d requests, want 1", st.Requests)
 		}
 	})
 	t.Run("rate-limited destination", func(t *testing.T) {
 		f := newFixture(t)
 		const key = "tenant_a:campaign_limited:revision_1"
-		body := `{"campaign_id":"` + limitedCampaign + `","revision":1,"audience_id":"audience_28"}`
+		body := `{"campaign_id":"` + LimitedCampaign + `","revision":1,"audience_id":"audience_28"}`
 		for i := 1; i <= 2; i++ {
 			w := f.post(key, body)
 			ra, err := strconv.Atoi(w.Header().Get("Retry-After"))
-			if w.Code != http.StatusServiceUnavailable || problemType(w) != typeDestinationRateLimited ||
+			if w.Code != http.StatusServiceUnavailable || problemType(w) != TypeDestinationRateLimited ||
 				err != nil || ra < 1 || ra > 30 || w.Header().Get(idempotency.HeaderReplayed) != "" {
 				t.Errorf("attempt %d: %d %v %s", i, w.Code, w.Header(), w.Body)
 			}
 			// Nothing happened, so the key is free to run again: the
 			// retry reaches the destination, and is not a replay.
-			if req, syncs := f.dest.counts(); req != i || syncs != 0 {
-				t.Errorf("attempt %d: destination saw %d requests, made %d syncs", i, req, syncs)
+			if st := f.dest.Stats(); st.Requests != i || st.Syncs != 0 {
+				t.Errorf("attempt %d: destination %+v", i, st)
 			}
 		}
 	})
-}
-
-// TestRedisFlagTakesURLs pins issue 16 finding 9: -redis took only
-// host:port, so a Redis with a password or TLS could not be used. It takes
-// redis:// and rediss:// URLs, and the startup log never shows the
-// password.
-func TestRedisFlagTakesURLs(t *testing.T) {
-	o, err := redisOptions("rediss://user:s3cret@redis.internal:6380/2")
-	if err != nil || o.Addr != "redis.internal:6380" || o.Username != "user" || o.Password != "s3cret" || o.DB != 2 || o.TLSConfig == nil {
-		t.Fatalf("rediss URL: %+v, %v", o, err)
-	}
-	if o, err := redisOptions("127.0.0.1:6379"); err != nil || o.Addr != "127.0.0.1:6379" || o.TLSConfig != nil {
-		t.Fatalf("host:port: %+v, %v", o, err)
-	}
-	if _, err := redisOptions("redis://:s3cret@host:notaport/x"); err == nil || strings.Contains(err.Error(), "s3cret") {
-		t.Errorf("bad URL: %v; want an error without the password", err)
-	}
-	if name := ledgerName("rediss://user:s3cret@redis.internal:6380/2"); strings.Contains(name, "s3cret") {
-		t.Errorf("ledgerName shows the password: %s", name)
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"encoding/json"
@@ -24,9 +24,12 @@ const (
 	typeInvalidActivation = typeBase + "invalid-activation"
 	// typeNotFound: 404, no such activation for this tenant.
 	typeNotFound = typeBase + "not-found"
-	// typeDestinationRateLimited: 503 with Retry-After, the destination
+	// typeStoreUnavailable: 503 with Retry-After, the activation store
+	// could not be written or read.
+	typeStoreUnavailable = typeBase + "store-unavailable"
+	// TypeDestinationRateLimited: 503 with Retry-After, the destination
 	// answered 429 (or 503) and asked for longer than the service waits.
-	typeDestinationRateLimited = typeBase + "destination-rate-limited"
+	TypeDestinationRateLimited = typeBase + "destination-rate-limited"
 	// typeDestinationFailed: 502, the destination failed or could not be
 	// reached.
 	typeDestinationFailed = typeBase + "destination-failed"

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/retrybudget/retrybudget"
@@ -16,8 +15,8 @@ import (
 	"github.com/retrybudget/retrybudget/rateheader"
 )
 
-// activation is one campaign revision activated on an audience.
-type activation struct {
+// Activation is one campaign revision activated on an audience.
+type Activation struct {
 	ID         string `json:"activation_id"`
 	State      string `json:"state"`
 	CampaignID string `json:"campaign_id"`
@@ -37,9 +36,7 @@ type activationRequest struct {
 type service struct {
 	client      *http.Client // a retrybudget.Transport sharing the ledger
 	destination string       // the destination's base URL
-
-	mu          sync.Mutex            // guards activations
-	activations map[string]activation // by tenant and ID
+	activations Activations
 }
 
 // activate serves POST /api/v1/campaign-activations behind the idempotency
@@ -63,13 +60,13 @@ func (s *service) activate(w http.ResponseWriter, r *http.Request) {
 	// failure (Config.RerunUncertain) creates the same activation, not a
 	// second one.
 	sum := sha256.Sum256([]byte(inbound.IdempotencyKey()))
-	a := activation{ID: "act_" + hex.EncodeToString(sum[:8]), State: "completed",
+	a := Activation{ID: "act_" + hex.EncodeToString(sum[:8]), State: "completed",
 		CampaignID: req.CampaignID, Revision: req.Revision, AudienceID: req.AudienceID}
 
 	syncID, retryAfter, err := s.sync(r, a)
 	switch {
 	case errors.Is(err, errRateLimited):
-		writeProblem(w, http.StatusServiceUnavailable, typeDestinationRateLimited, "Destination rate limited",
+		writeProblem(w, http.StatusServiceUnavailable, TypeDestinationRateLimited, "Destination rate limited",
 			"The destination is rate limiting this tenant; retry with the same Idempotency-Key after Retry-After.", retryAfter)
 		return
 	case err != nil:
@@ -78,12 +75,16 @@ func (s *service) activate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.SyncID = syncID
-	s.mu.Lock()
-	s.activations[inbound.Tenant+"/"+a.ID] = a
-	s.mu.Unlock()
+	// With Config.Atomic this write is in the action's transaction: it
+	// commits together with the completed record, or not at all.
+	if err := s.activations.Put(r.Context(), inbound.Tenant, a); err != nil {
+		writeProblem(w, http.StatusServiceUnavailable, typeStoreUnavailable, "Activation store unavailable",
+			"The activation could not be stored; retry with the same Idempotency-Key.", time.Second)
+		return
+	}
 
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Location", "/api/v1/campaign-activations/"+a.ID)
+	w.Header().Set("Location", activationsPath+"/"+a.ID)
 	w.WriteHeader(http.StatusCreated)
 	_ = json.NewEncoder(w).Encode(a)
 }
@@ -96,7 +97,7 @@ var errRateLimited = errors.New("activation: destination rate limited")
 // provider key on every run of this action, and replays the destination's
 // answer from the shared ledger instead of calling it twice. It returns the
 // sync ID, or an error with the time to wait before retrying, if known.
-func (s *service) sync(r *http.Request, a activation) (string, time.Duration, error) {
+func (s *service) sync(r *http.Request, a Activation) (string, time.Duration, error) {
 	ctx, err := idempotency.WithStep(r.Context(), "destination")
 	if err != nil {
 		return "", 0, err
@@ -151,11 +152,14 @@ func (s *service) sync(r *http.Request, a activation) (string, time.Duration, er
 // get serves GET /api/v1/campaign-activations/{id}, the Location of a
 // created activation.
 func (s *service) get(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	a, ok := s.activations[tenantOf(r)+"/"+r.PathValue("id")]
-	s.mu.Unlock()
-	if !ok {
+	a, err := s.activations.Get(r.Context(), tenantOf(r), r.PathValue("id"))
+	switch {
+	case errors.Is(err, ErrNotFound):
 		writeProblem(w, http.StatusNotFound, typeNotFound, "Not found", "No such activation for this tenant.", 0)
+		return
+	case err != nil:
+		writeProblem(w, http.StatusServiceUnavailable, typeStoreUnavailable, "Activation store unavailable",
+			"The activation store could not be read; try again.", time.Second)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -1,4 +1,4 @@
-package retrybudget
+package integrations
 
 import (
 	"context"
@@ -6,7 +6,8 @@ import (
 )
 
 // Bind returns a RoundTripper that sends every request through rt under
-// ctx: with ctx's Action, deadline, cancellation and CaptureOutcome record.
+// ctx: with ctx's Action, deadline, cancellation and
+// retrybudget.CaptureOutcome record.
 // It is for SDKs whose calls take no context, such as twilio-go, which make
 // every request with context.Background(): build the SDK's client around
 // Bind(ctx, transport) for the one action, and the Transport gives the
@@ -16,7 +17,7 @@ import (
 //	ctx = retrybudget.WithAction(ctx, retrybudget.Action{Operation: "sms", Key: orderID})
 //	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 //	defer cancel()
-//	hc := &http.Client{Transport: retrybudget.Bind(ctx, tr)}
+//	hc := &http.Client{Transport: integrations.Bind(ctx, tr)}
 //
 // The request's own context is replaced by ctx, so Bind must not wrap an
 // SDK that passes contexts of its own.

@@ -1,0 +1,89 @@
+package retrybudget_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// fakeNow is a clock the test moves by hand.
+type fakeNow struct {
+	mu  sync.Mutex // guards now
+	now time.Time
+}
+
+func (c *fakeNow) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *fakeNow) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+// TestLedgerEventReportsExpiry runs one action three times: the second
+// call comes past the record's retention (within ExpiryGrace), so its
+// LedgerEvent says Expired and LogObserver logs it at Info; the first and
+// the third (a replay of the new record) do not.
+func TestLedgerEventReportsExpiry(t *testing.T) {
+	var effects int
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		effects++
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	clock := &fakeNow{now: time.Unix(1_000_000, 0)}
+	store := ledger.NewMemory(ledger.MemoryConfig{Config: ledger.Config{Retention: time.Hour}, Now: clock.Now})
+	var rec logRecorder
+	var events []retrybudget.LedgerEvent
+	tr := retrybudget.New(retrybudget.Config{
+		Base:   srv.Client().Transport,
+		Ledger: retrybudget.LedgerConfig{Store: store},
+		Observer: retrybudget.Observers(retrybudget.LogObserver(rec.logger()),
+			retrybudget.Observer{Ledger: func(ev retrybudget.LedgerEvent) { events = append(events, ev) }}),
+	})
+	act := retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
+	for _, advance := range []time.Duration{0, 90 * time.Minute, time.Minute} {
+		clock.Advance(advance)
+		req, _ := http.NewRequestWithContext(retrybudget.WithAction(context.Background(), act), "POST", srv.URL+"/v1/charges",
+			strings.NewReader(`{"amount":100}`))
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if effects != 2 {
+		t.Fatalf("effects %d; want 2: past retention the key is new work", effects)
+	}
+	if len(events) != 3 {
+		t.Fatalf("%d ledger events; want 3: %+v", len(events), events)
+	}
+	for i, want := range []struct {
+		v       ledger.Verdict
+		expired bool
+	}{{ledger.VerdictCreated, false}, {ledger.VerdictCreated, true}, {ledger.VerdictReplayed, false}} {
+		if events[i].Verdict != want.v || events[i].Expired != want.expired {
+			t.Errorf("event %d: %v expired=%v; want %v expired=%v", i, events[i].Verdict, events[i].Expired, want.v, want.expired)
+		}
+	}
+	var expired []map[string]any
+	for _, r := range rec.records(t) {
+		if r["expired"] == true {
+			expired = append(expired, r)
+		}
+	}
+	id := act.ID()[:16]
+	if len(expired) != 1 || expired[0]["level"] != "INFO" || expired[0]["verdict"] != "created" ||
+		expired[0]["action"] != id || expired[0]["tenant"] != nil {
+		t.Fatalf("expired records %v; want one INFO created record of action %s without its tenant\n%s", expired, id, rec.text())
+	}
+}
