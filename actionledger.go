@@ -2,6 +2,7 @@ package retrybudget
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,11 +25,25 @@ type ledgerGate struct {
 	cfg    *Config
 	caller *http.Request // for the fingerprint and the Observer
 	route  string        // for the Observer
+	// keyed reports that the request carries an idempotency key: a 409
+	// to it means "still in progress at the provider", never the answer.
+	keyed bool
+	// deadline is the call's deadline (zero when none) and clock its
+	// time, to bound store calls (see storeContext).
+	deadline time.Time
+	clock    clock
 	// token is the fencing token; zero while the call does not own the
 	// action (nothing to record or settle).
 	token int64
 	// keeper renews the lease while the owning call runs; nil otherwise.
 	keeper *ledger.Keeper
+	// marked reports that the action was marked as sending
+	// (Store.MarkSending), as the reservation promised before the first
+	// send.
+	marked bool
+	// lost reports that a fenced store call found the token no longer
+	// current: another worker owns the action now.
+	lost bool
 }
 
 // reservation is the ledger's answer before the call sends anything: send
@@ -62,16 +77,32 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		return reservation{stop: ErrBodyNotReplayable, cause: bodyErr}
 	}
 	cfg, req := g.cfg, g.caller
-	res, err := cfg.Ledger.Store.Reserve(ctx, ledger.ReserveRequest{
+	rr := ledger.ReserveRequest{
 		Key:          g.key,
 		Fingerprint:  ledger.Fingerprint(req.Method, req.URL, req.Header, cfg.Ledger.Headers, body),
 		Owner:        cfg.Ledger.Owner,
 		Lease:        cfg.Ledger.Lease,
 		Reconciler:   cfg.Ledger.Reconciler != nil,
 		KeysHonoured: cfg.KeysHonoured,
-	})
+		// The nonce makes the request idempotent: sent again after a lost
+		// reply, it gets its own grant back instead of being held by it.
+		Nonce: ledger.NewNonce(),
+		// beforeSend marks the action before the first send, so a lease
+		// that runs out before it is provably unsent.
+		MarksSending: true,
+	}
+	res, err := g.reserveOnce(ctx, rr)
+	if err != nil && ctx.Err() == nil && (g.deadline.IsZero() || g.clock.Now().Before(g.deadline)) {
+		// The reply may have been lost after the store wrote the grant:
+		// the same request finds it.
+		res, err = g.reserveOnce(ctx, rr)
+	}
 	if err != nil {
 		g.failed("reserve", err)
+		if !g.deadline.IsZero() && !g.clock.Now().Before(g.deadline) {
+			// The store took the call's time: nothing was sent.
+			return reservation{stop: ErrDeadline, cause: err}
+		}
 		return reservation{stop: ErrLedger, cause: err}
 	}
 	g.decided(res.Verdict, res.Path, res.Expired)
@@ -82,7 +113,10 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 	case ledger.VerdictReplayed:
 		return reservation{replay: storedOutcome(res.Record.Outcome)}
 	case ledger.VerdictReconcile:
-		return g.reconcile(ctx, res.Record, res.Token)
+		// The lease is renewed while the Reconciler runs: a Reconciler
+		// slower than the lease must not let another worker take over.
+		g.own(ctx, res.Token)
+		return g.reconcile(ctx, res.Record)
 	case ledger.VerdictPending, ledger.VerdictDelayed:
 		return reservation{stop: ErrPending, cause: res.Err(), retryAt: now.Add(max(res.RetryAfter, time.Millisecond))}
 	case ledger.VerdictConflict:
@@ -90,6 +124,13 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 	default: // VerdictUncertain
 		return reservation{stop: ErrUncertain, cause: res.Err(), maybeApplied: true}
 	}
+}
+
+// reserveOnce sends one Reserve, bounded as every store call is.
+func (g *ledgerGate) reserveOnce(ctx context.Context, rr ledger.ReserveRequest) (ledger.Reservation, error) {
+	sctx, cancel := g.storeContext(ctx, false)
+	defer cancel()
+	return g.cfg.Ledger.Store.Reserve(sctx, rr)
 }
 
 // storedOutcome is o, or a bare 200 for a completed record without one.
@@ -104,24 +145,36 @@ func storedOutcome(o *ledger.Outcome) *ledger.Outcome {
 // owner died, and settles the record under token: a completed action is
 // replayed, one that never happened is sent under the same key, an unknown
 // one stays uncertain for an operator.
-func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record, token int64) reservation {
+func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record) reservation {
 	res, err := g.cfg.Ledger.Reconciler(ctx, rec)
 	if err != nil {
 		res = ledger.Resolution{State: ledger.StateUncertain, Reason: "reconciler failed"}
 	}
+	if g.lostLease() {
+		// Another worker took the action over while the Reconciler ran:
+		// its answer is that worker's to act on.
+		g.disown()
+		return reservation{stop: ErrPending, cause: ledger.ErrNotOwner, retryAt: g.clock.Now().Add(g.lease())}
+	}
+	token := g.token
 	switch res.State {
 	case ledger.StateFailed:
 		// The provider never acted: this call owns the action, send it.
-		g.own(ctx, token)
 		return reservation{}
 	case ledger.StateCompleted:
-		if serr := ledger.Settle(ctx, g.cfg.Ledger.Store, g.key, token, res); serr != nil {
+		g.disown()
+		sctx, cancel := g.storeContext(ctx, true)
+		defer cancel()
+		if serr := ledger.Settle(sctx, g.cfg.Ledger.Store, g.key, token, res); serr != nil {
 			g.failed("complete", serr)
 		}
 		o := res.Outcome
 		return reservation{replay: &o}
 	}
-	if serr := ledger.Settle(ctx, g.cfg.Ledger.Store, g.key, token, ledger.Resolution{State: ledger.StateUncertain, Reason: res.Reason}); serr != nil {
+	g.disown()
+	sctx, cancel := g.storeContext(ctx, true)
+	defer cancel()
+	if serr := ledger.Settle(sctx, g.cfg.Ledger.Store, g.key, token, ledger.Resolution{State: ledger.StateUncertain, Reason: res.Reason}); serr != nil {
 		g.failed("fail", serr)
 	}
 	return reservation{stop: ErrUncertain, cause: errors.Join(err, ledger.ErrUncertain), maybeApplied: true}
@@ -135,9 +188,27 @@ func (g *ledgerGate) own(ctx context.Context, token int64) {
 	g.keeper = ledger.KeepLease(ctx, g.cfg.Ledger.Store, g.key, token, g.cfg.Ledger.Lease)
 }
 
-// lostLease reports whether the call owned its action and lost the lease
-// to another worker (its renewal met a newer fencing token).
+// disown ends the call's ownership without settling: the keeper stops
+// and settle records nothing.
+func (g *ledgerGate) disown() {
+	if g.keeper != nil {
+		g.keeper.Stop()
+	}
+	g.token = 0
+}
+
+// lease is the lease the call reserved with, for a retry hint.
+func (g *ledgerGate) lease() time.Duration {
+	return cmp.Or(g.cfg.Ledger.Lease, ledger.DefaultLease)
+}
+
+// lostLease reports whether the call owned its action and lost it to
+// another worker: a renewal or another fenced store call met a newer
+// fencing token.
 func (g *ledgerGate) lostLease() bool {
+	if g.lost {
+		return true
+	}
 	if g.keeper == nil {
 		return false
 	}
@@ -149,13 +220,51 @@ func (g *ledgerGate) lostLease() bool {
 	}
 }
 
-// attempt records one send of class cls in the action's history.
+// beforeSend checks, right before each attempt, that the call still owns
+// its action, and before the first marks it as sending (fenced by the
+// token, as the reservation promised). stop is nil when the attempt may
+// go; ErrPending when another worker took the action over (nothing more
+// is recorded: the record is that worker's); ErrLedger when the mark
+// could not be written, and then nothing was sent and the action is
+// failed with no effect possible.
+func (g *ledgerGate) beforeSend(ctx context.Context) (stop, cause error) {
+	if g.token == 0 {
+		return nil, nil
+	}
+	if g.lostLease() {
+		g.disown()
+		return ErrPending, ledger.ErrNotOwner
+	}
+	if g.marked {
+		return nil, nil
+	}
+	sctx, cancel := g.storeContext(ctx, false)
+	err := g.cfg.Ledger.Store.MarkSending(sctx, g.key, g.token)
+	cancel()
+	switch {
+	case err == nil:
+		g.marked = true
+		return nil, nil
+	case errors.Is(err, ledger.ErrNotOwner):
+		g.failed("mark sending", err)
+		g.disown()
+		return ErrPending, err
+	}
+	g.failed("mark sending", err)
+	return ErrLedger, err
+}
+
+// attempt records one send of class cls in the action's history. A token
+// found stale marks the lease lost, so no retry follows.
 func (g *ledgerGate) attempt(ctx context.Context, cls Class) {
 	if g.token == 0 {
 		return
 	}
-	if _, err := g.cfg.Ledger.Store.AddAttempt(ctx, g.key, g.token, cls.String()); err != nil {
+	sctx, cancel := g.storeContext(ctx, true)
+	defer cancel()
+	if _, err := g.cfg.Ledger.Store.AddAttempt(sctx, g.key, g.token, cls.String()); err != nil {
 		g.failed("attempt", err)
+		g.lost = g.lost || errors.Is(err, ledger.ErrNotOwner)
 	}
 }
 
@@ -177,15 +286,22 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	if g.keeper != nil {
 		g.keeper.Stop()
 	}
-	ctx = context.WithoutCancel(ctx) // record even if the caller gave up
+	ctx, cancel := g.storeContext(ctx, true) // record even if the caller gave up
+	defer cancel()
 	store := g.cfg.Ledger.Store
 	answered := out.Reason == nil || out.Reason == ErrRejected
-	if resp == nil || !answered || (out.Class != ClassSuccess && out.Class != ClassBusiness) {
+	// A 409 to a keyed request says another request under the key is
+	// still being processed (IETF Idempotency-Key draft §2.7, Stripe):
+	// whatever a Classifier made of it, it is not the action's answer,
+	// and the request in progress may apply it.
+	inFlight := resp != nil && g.keyed && resp.StatusCode == http.StatusConflict
+	if resp == nil || !answered || inFlight || (out.Class != ClassSuccess && out.Class != ClassBusiness) {
 		reason := "gave up"
 		if out.Reason != nil {
 			reason = out.Reason.Error()
 		}
-		if err := store.Fail(ctx, g.key, g.token, ledger.Failure{EffectPossible: out.MaybeApplied, Reason: reason}); err != nil {
+		f := ledger.Failure{EffectPossible: out.MaybeApplied || inFlight, Reason: reason}
+		if err := store.Fail(ctx, g.key, g.token, f); err != nil {
 			g.failed("fail", err)
 		}
 		return
@@ -193,13 +309,51 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	o := ledger.Outcome{Status: resp.StatusCode, Header: resp.Header, BodyOmitted: true, BodyLen: -1}
 	// An upgraded connection is a stream, not a body to store.
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		if body, ok := readahead.Read(resp, g.cfg.MaxBodyBuffer, settleWait); ok {
+		wait := settleWait
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		if body, ok := readahead.Read(resp, g.cfg.MaxBodyBuffer, wait); ok {
 			o.Body, o.BodyOmitted, o.BodyLen = body, false, 0
 		}
 	}
 	if err := store.Complete(ctx, g.key, g.token, o); err != nil {
 		g.failed("complete", err)
 	}
+}
+
+// storeTimeout bounds one store call of the ledger gate, as the inbound
+// middleware's reserveTimeout does: a hung store must not hold a call.
+const storeTimeout = 5 * time.Second
+
+// storeGrace is how long past the call's deadline a store call may still
+// run to record what happened: settling a call whose provider answered
+// just before the deadline should not fail for want of a millisecond.
+const storeGrace = 50 * time.Millisecond
+
+// storeContext returns the context of one store call, bounded by
+// storeTimeout and by the call's deadlines (the context's and Config's).
+// detach cuts it from ctx's cancellation and adds storeGrace, for calls
+// that record what was sent: they must run even when the caller gave up,
+// but never hold the call much past its deadline. A call cut off leaves the
+// record as it was (in progress): its lease runs out, and the next call,
+// Sweep or a Reconciler finds it.
+func (g *ledgerGate) storeContext(ctx context.Context, detach bool) (context.Context, context.CancelFunc) {
+	grace := time.Duration(0)
+	if detach {
+		grace = storeGrace
+	}
+	bound := storeTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		bound = min(bound, max(time.Until(dl), 0)+grace)
+	}
+	if !g.deadline.IsZero() {
+		bound = min(bound, max(g.deadline.Sub(g.clock.Now()), 0)+grace)
+	}
+	if detach {
+		ctx = context.WithoutCancel(ctx)
+	}
+	return context.WithTimeout(ctx, bound)
 }
 
 // decided reports the reservation's verdict to the Observer.

@@ -2,6 +2,7 @@ package retrybudget
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -40,10 +41,16 @@ type admission struct {
 // admission), and reports why not otherwise.
 func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.Duration) admission {
 	for {
-		d, err := g.lim.Allow(ctx, g.req)
+		d, took, err := g.allow(ctx, deadline, waited)
+		waited += took
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return admission{stop: ctxErr, cause: err, waited: waited}
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				// The limiter's own wait (a fair queue's) did not fit the
+				// deadline or MaxWait.
+				return admission{stop: ErrRateLimited, cause: err, waited: waited}
 			}
 			return admission{stop: ErrLimiter, cause: err, waited: waited}
 		}
@@ -68,6 +75,23 @@ func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.D
 			return admission{stop: err, cause: err, waited: waited}
 		}
 	}
+}
+
+// allow asks the limiter once, under a context that ends at the call's
+// deadline or when MaxWait is used up, whichever comes first: a limiter
+// that waits inside Allow (limiter.RedisConfig.Queue blocks until the
+// call's slot) must not wait past the Transport's bounds. took is the
+// time Allow spent, a wait of the call like any other.
+func (g *limitGate) allow(ctx context.Context, deadline time.Time, waited time.Duration) (d limiter.Decision, took time.Duration, err error) {
+	start := g.clock.Now()
+	left := g.maxWait - waited
+	if !deadline.IsZero() {
+		left = min(left, deadline.Sub(start))
+	}
+	actx, cancel := context.WithTimeout(ctx, max(left, 0))
+	d, err = g.lim.Allow(actx, g.req)
+	cancel()
+	return d, max(g.clock.Now().Sub(start), 0), err
 }
 
 // cooldown pauses the whole boundary when the provider said when to come

@@ -3,7 +3,6 @@ package retrybudget
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
@@ -42,7 +41,7 @@ func (c *call) send() sent {
 		return sent{err: err, cancel: cancel, bodyErr: true}
 	}
 	resp, err := c.t.cfg.Base.RoundTrip(areq)
-	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Now: c.t.clock.Now()}
+	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Now: c.t.clock.Now(), Repeatable: c.repeatable}
 	s := sent{resp: resp, err: err, cancel: cancel, start: start, end: c.res.Now}
 	if tr != nil {
 		// A Base that emits no httptrace events (a wrapper, a mock) gives
@@ -102,17 +101,47 @@ func (c *call) newAttemptRequest(now time.Time) (*http.Request, *attemptTrace, c
 	areq.ContentLength = c.body.length
 	areq.GetBody = c.body.getBody
 	if !c.repeatable {
-		// net/http re-sends by itself a request it deems replayable (an
-		// Idempotency-Key header and GetBody, or no body), even after it
-		// was written. A request that is not safe to repeat must not be:
-		// no GetBody, and a non-nil body even when empty (net/http still
-		// sends it as Content-Length: 0).
+		// net/http re-sends by itself a request it deems replayable, even
+		// after it was written: over HTTP/1, one whose body it can rewind
+		// (GetBody, or no body) and that carries an Idempotency-Key or
+		// X-Idempotency-Key header (Request.isReplayable). A request that
+		// is not safe to repeat must not be: no GetBody, and for one
+		// without a body, which must go out as bare net/http sends it
+		// (http.NoBody: Content-Length: 0, not chunked), the key under a
+		// header name net/http does not look up (see hideReplayKeys).
 		areq.GetBody = nil
 		if areq.Body == nil || areq.Body == http.NoBody {
-			areq.Body = io.NopCloser(strings.NewReader(""))
+			areq.Body = http.NoBody
+			areq.Header = hideReplayKeys(areq.Header)
 		}
 	}
 	return areq, tr, cancel, nil
+}
+
+// hideReplayKeys returns h, or a copy of it in which the headers that make
+// net/http take a request as replayable (Request.isReplayable looks up
+// Idempotency-Key and X-Idempotency-Key, in canonical form only) are
+// stored under their lower-case names. Field names are case-insensitive
+// (RFC 9110 §5.1), so the provider receives the same header, and HTTP/2
+// sends every name in lower case anyway; but net/http no longer finds
+// them and will not re-send the request after writing it.
+func hideReplayKeys(h http.Header) http.Header {
+	var out http.Header
+	for _, name := range [...]string{"Idempotency-Key", "X-Idempotency-Key"} {
+		v, ok := h[name]
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = h.Clone()
+		}
+		delete(out, name)
+		out[strings.ToLower(name)] = v
+	}
+	if out == nil {
+		return h
+	}
+	return out
 }
 
 // attemptContext bounds an attempt by AttemptTimeout and the call's own

@@ -26,7 +26,7 @@ func (c *call) next(cls Classification) (plan waitPlan, planned bool) {
 	case cls.Hint == HintRetry:
 	case cls.Class == ClassBusiness:
 		return waitPlan{stop: ErrRejected}, false
-	case !cls.Class.retryable(c.repeatable):
+	case !cls.retryable(c.repeatable):
 		return waitPlan{stop: ErrUncertain}, false
 	}
 	sched := c.t.cfg.schedule()

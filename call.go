@@ -30,7 +30,8 @@ type call struct {
 	repeatable bool
 	// traced reports whether attempts are traced to learn whether, and
 	// how many times, the request was written: needed for methods that are
-	// not idempotent, whose effects must be accounted for.
+	// not idempotent, for keyed requests (which net/http may re-send) and
+	// for ledger calls, whose effects must be accounted for.
 	traced   bool
 	body     requestBody
 	dest     string      // the destination for the Budget and the Throttle
@@ -73,7 +74,8 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	// A hop of a redirect that http.Client follows (req.Response is set)
 	// is not a new action: the first hop holds the ledger record.
 	if hasAction && t.cfg.Ledger.Store != nil && req.Response == nil {
-		c.led = &ledgerGate{key: action, cfg: &t.cfg, caller: req, route: t.route}
+		c.led = &ledgerGate{key: action, cfg: &t.cfg, caller: req, route: t.route,
+			keyed: c.header.Get(t.cfg.KeyHeader) != ""}
 	}
 	if t.cfg.Limiter != nil {
 		// The tenant of the action is the limiter's owner, for its
@@ -84,7 +86,11 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	idempotent := isIdempotent(req.Method)
 	c.repeatable = idempotent || src == keyCaller || (src == keyAction && !t.cfg.OmitKey) ||
 		(src == keyGenerated && t.cfg.KeysHonoured && !t.cfg.OmitKey)
-	c.traced = !idempotent
+	// net/http re-sends by itself a keyed request with GetBody, or any
+	// idempotent one, after a kept-alive connection broke, even once it
+	// was written; only a trace tells that the first write happened when
+	// the re-send then fails to dial. A ledger call needs the fact too.
+	c.traced = !idempotent || c.led != nil || c.header.Get(t.cfg.KeyHeader) != ""
 	if c.body, err = prepareBody(req, t.cfg.MaxBodyBuffer); err != nil {
 		return nil, err
 	}
@@ -95,6 +101,9 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 		if dl := t.clock.Now().Add(t.cfg.Deadline); c.deadline.IsZero() || dl.Before(c.deadline) {
 			c.deadline = dl
 		}
+	}
+	if c.led != nil {
+		c.led.deadline, c.led.clock = c.deadline, t.clock
 	}
 	return c, nil
 }
@@ -149,6 +158,15 @@ func (c *call) run() (*http.Response, error) {
 			}
 			return c.giveUp(nil, nil, ErrDeadline, noCancel)
 		}
+		if c.led != nil {
+			if stop, cause := c.led.beforeSend(ctx); stop != nil {
+				if c.out.Attempts == 0 {
+					c.out.Class = unsentClass(stop)
+				}
+				c.out.RetryAt = time.Time{}
+				return c.giveUp(nil, cause, stop, noCancel)
+			}
+		}
 		a := c.send()
 		if a.bodyErr {
 			return c.giveUp(nil, a.err, ErrBodyNotReplayable, a.cancel)
@@ -195,7 +213,7 @@ func (c *call) record(cls Classification, resp *http.Response, resent bool) {
 	if resp != nil {
 		c.out.StatusCode = resp.StatusCode
 	}
-	c.out.MaybeApplied = c.out.MaybeApplied || resent || cls.Class.mayHaveApplied()
+	c.out.MaybeApplied = c.out.MaybeApplied || resent || cls.mayHaveApplied()
 }
 
 // replay answers with the stored outcome o of a completed action.

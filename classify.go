@@ -28,7 +28,9 @@ type AttemptResult struct {
 	Err error
 	// Traced reports whether Connected and Written were observed with
 	// net/http/httptrace. The Transport traces requests whose method is
-	// not idempotent, where the difference decides whether to retry.
+	// not idempotent, keyed requests and calls with a ledger, where the
+	// difference decides whether to retry or whether an effect is
+	// possible.
 	Traced bool
 	// Connected reports that the attempt obtained a connection.
 	Connected bool

@@ -72,9 +72,6 @@ func TestKeyed409IsNeverStoredAsTheOutcome(t *testing.T) {
 	// a business answer, so the ledger completed the action with it and
 	// every later call replayed the 409, although the provider was still
 	// processing the first request under the key and applied it.
-	if !callLoopIssue17 {
-		t.Skip("needs the call loop to set AttemptResult.Repeatable (issue 17 item 4)")
-	}
 	t.Run("retried under the same key", func(t *testing.T) {
 		p := newPayments(t, true)
 		p.fault = func(n int) string { // the first request under the key is still running
@@ -194,9 +191,6 @@ func TestDefaultClassifierKeyed409IsInProgress(t *testing.T) {
 func Test503OnUnkeyedPOSTIsNotRetriedWithoutRetryAfter(t *testing.T) {
 	// Regression (issue 17 item 3): a 503 on an unkeyed POST was retried
 	// as capacity, and a gateway that had applied it got a second effect.
-	if !callLoopIssue17 {
-		t.Skip("needs the call loop to decide with Classification.retryable and mayHaveApplied (issue 17 item 3)")
-	}
 	srv, effects := gateway(t)
 	tr, _ := newFakeTransport(Config{})
 	resp, err := send(context.Background(), t, tr, "POST", srv.URL, "x")
@@ -210,11 +204,6 @@ func Test503OnUnkeyedPOSTIsNotRetriedWithoutRetryAfter(t *testing.T) {
 		t.Fatalf("effects %d; want 1", n)
 	}
 }
-
-// callLoopIssue17 is set once the call loop (call.go) passes
-// AttemptResult.Repeatable to the Classifier, and decide and record ask the
-// Classification (retryable, mayHaveApplied) instead of its Class.
-const callLoopIssue17 = false
 
 func TestLogObserverKeepsKeysAndTenantsOutOfLogs(t *testing.T) {
 	// Regression (issue 17 item 14): the Transport logged the raw key and
@@ -236,5 +225,53 @@ func TestLogObserverKeepsKeysAndTenantsOutOfLogs(t *testing.T) {
 	}
 	if id := act.ID()[:16]; strings.Count(out, id) != 2 {
 		t.Errorf("ledger records do not name the action by its ID %s, as the middleware does:\n%s", id, out)
+	}
+}
+
+// businessClassifier classes every non-2xx answer as business, as a
+// custom Classifier unaware of keyed 409s might.
+type businessClassifier struct{}
+
+func (businessClassifier) Classify(a *AttemptResult) Classification {
+	if a.Response == nil {
+		return Classification{Class: ClassMaybeSent}
+	}
+	if a.Response.StatusCode < 400 {
+		return Classification{Class: ClassSuccess}
+	}
+	return Classification{Class: ClassBusiness}
+}
+
+func TestKeyed409IsNeverStoredWhateverTheClassifier(t *testing.T) {
+	// Regression (issue 17 item 4): settling completed the action with a
+	// 409 to a keyed request when the Classifier called it business.
+	p := newPayments(t, true)
+	p.fault = func(n int) string {
+		if n == 1 {
+			return "409"
+		}
+		return ""
+	}
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: store}, KeysHonoured: true, Classifier: businessClassifier{}})
+	resp, err := chargeTo(t, tr, p.URL, order, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, o := readAll(t, resp); resp.StatusCode != 409 || o.Attempts != 1 {
+		t.Fatalf("status %d, attempts %d; want the 409 given up on", resp.StatusCode, o.Attempts)
+	}
+	if r := stateOf(t, store, order); r.State != ledger.StateUncertain {
+		t.Fatalf("record %v; want uncertain: the request in progress may apply it", r.State)
+	}
+	resp, err = chargeTo(t, tr, p.URL, order, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, o := readAll(t, resp); o.Replayed || resp.StatusCode != 201 {
+		t.Fatalf("next call: status %d, replayed %v; want 201 sent again under the key", resp.StatusCode, o.Replayed)
+	}
+	if effects, _ := p.total(); effects != 1 {
+		t.Fatalf("effects %d; want 1", effects)
 	}
 }

@@ -82,6 +82,10 @@ type Redis struct {
 	prefix string
 	wait   int           // RedisConfig.WaitReplicas
 	waitTO time.Duration // RedisConfig.WaitTimeout, defaulted
+	// detached runs each call's round trips in a goroutine, since the
+	// client would hold a command past its context's deadline (see
+	// roundTrip).
+	detached bool
 
 	// One script per state change, each owned by the store, not by the
 	// package, so no mutable state is global.
@@ -115,6 +119,7 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		cfg:      cfg.Config,
 		wait:     cfg.WaitReplicas,
 		waitTO:   cmp.Or(cfg.WaitTimeout, time.Second),
+		detached: !redisstore.HonoursContext(client),
 		prefix:   prefix,
 		reserve:  redis.NewScript(reserveLua),
 		renew:    redis.NewScript(renewLua),
@@ -153,15 +158,18 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	for _, c := range r.cfg.FingerprintKeys.Candidates(req.Fingerprint) {
 		args = append(args, c)
 	}
-	var reply []string
-	err = r.replicated(ctx, func(c redis.Scripter) (bool, error) {
-		var err error
-		reply, err = r.reserve.Run(ctx, c, []string{r.keyName(req.Key)}, args...).StringSlice()
-		return err == nil && len(reply) >= 5 && reply[4] != "0", err // a token: it wrote a grant
+	reply, err := roundTrip(r, ctx, func(ctx context.Context) ([]string, error) {
+		var reply []string
+		err := r.replicated(ctx, func(c redis.Scripter) (bool, error) {
+			var err error
+			reply, err = r.reserve.Run(ctx, c, []string{r.keyName(req.Key)}, args...).StringSlice()
+			return err == nil && len(reply) >= 5 && reply[4] != "0", err // a token: it wrote a grant
+		})
+		if errors.Is(err, ErrNotReplicated) && len(reply) >= 5 {
+			r.abandon(ctx, req.Key, reply[4])
+		}
+		return reply, err
 	})
-	if errors.Is(err, ErrNotReplicated) && len(reply) >= 5 {
-		r.abandon(ctx, req.Key, reply[4])
-	}
 	if err != nil {
 		return Reservation{}, fmt.Errorf("ledger: redis reserve: %w", err)
 	}
@@ -227,7 +235,9 @@ func (r *Redis) Renew(ctx context.Context, k Key, token int64, lease time.Durati
 
 // AddAttempt implements Store.
 func (r *Redis) AddAttempt(ctx context.Context, k Key, token int64, class string) (Attempt, error) {
-	reply, err := r.attempt.Run(ctx, r.client, []string{r.keyName(k)}, token, class, r.cfg.HistoryCap()).Result()
+	reply, err := roundTrip(r, ctx, func(ctx context.Context) (any, error) {
+		return r.attempt.Run(ctx, r.client, []string{r.keyName(k)}, token, class, r.cfg.HistoryCap()).Result()
+	})
 	if err != nil {
 		return Attempt{}, fmt.Errorf("ledger: redis add attempt: %w", err)
 	}
@@ -264,11 +274,14 @@ func (r *Redis) Complete(ctx context.Context, k Key, token int64, o Outcome) err
 			return err
 		}
 	}
-	return r.replicated(ctx, func(c redis.Scripter) (bool, error) {
-		err := r.fencedOn(ctx, c, r.complete, "complete", k, token,
-			s.Status, h, body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted))
-		return err == nil, err
+	_, err = roundTrip(r, ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, r.replicated(ctx, func(c redis.Scripter) (bool, error) {
+			err := r.fencedOn(ctx, c, r.complete, "complete", k, token,
+				s.Status, h, body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted))
+			return err == nil, err
+		})
 	})
+	return err
 }
 
 // Fail implements Store.
@@ -289,9 +302,11 @@ func (r *Redis) MarkSending(ctx context.Context, k Key, token int64) error {
 func (r *Redis) Get(ctx context.Context, k Key) (Record, error) {
 	var all *redis.MapStringStringCmd
 	var tm *redis.TimeCmd
-	_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		all, tm = p.HGetAll(ctx, r.keyName(k)), p.Time(ctx)
-		return nil
+	_, err := roundTrip(r, ctx, func(ctx context.Context) ([]redis.Cmder, error) {
+		return r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			all, tm = p.HGetAll(ctx, r.keyName(k)), p.Time(ctx)
+			return nil
+		})
 	})
 	if err != nil {
 		return Record{}, fmt.Errorf("ledger: redis get: %w", err)
@@ -312,7 +327,24 @@ func (r *Redis) Get(ctx context.Context, k Key) (Record, error) {
 // fenced runs a script that returns 1 when token is current and 0 when
 // it is not.
 func (r *Redis) fenced(ctx context.Context, s *redis.Script, op string, k Key, token int64, args ...any) error {
-	return r.fencedOn(ctx, r.client, s, op, k, token, args...)
+	_, err := roundTrip(r, ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, r.fencedOn(ctx, r.client, s, op, k, token, args...)
+	})
+	return err
+}
+
+// roundTrip runs op, the round trips of one store call, so that the call
+// returns once ctx ends. A client that honours context deadlines ends op
+// itself; otherwise (go-redis without ContextTimeoutEnabled holds a
+// command on the wire for its ReadTimeout, and re-sends it) op runs in a
+// goroutine that ends when the client gives up, its result dropped. The
+// scripts are fenced and the nonce makes Reserve idempotent, so a late
+// write changes nothing a caller relies on.
+func roundTrip[T any](r *Redis, ctx context.Context, op func(context.Context) (T, error)) (T, error) {
+	if !r.detached {
+		return op(ctx)
+	}
+	return redisstore.Detach(ctx, op)
 }
 
 // fencedOn is fenced on the connection or client c.

@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -53,7 +55,7 @@ func TestReserveLostReplyIsRecognised(t *testing.T) {
 			// The owner gave up before sending anything (it never marked
 			// the action): once its lease ends, the action is provably
 			// unsent and the next request sends it.
-			waitServerTime(t, client, redisShort)
+			redistest.WaitServerTime(t, client, redisShort)
 			next, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w2", Nonce: NewNonce(), MarksSending: true})
 			if err != nil {
 				t.Fatal(err)
@@ -68,26 +70,43 @@ func TestReserveLostReplyIsRecognised(t *testing.T) {
 // redisShort is the lease the freeze tests wait out.
 const redisShort = 150 * time.Millisecond
 
-// waitServerTime returns once Redis's own clock has moved d past its
-// reading now, so a lease judged by that clock has run out.
-func waitServerTime(t *testing.T, client redis.UniversalClient, d time.Duration) {
-	t.Helper()
-	start, err := client.Time(t.Context()).Result()
+func TestRedisCallsReturnAtTheirDeadlineWhenFrozen(t *testing.T) {
+	// Regression (issue 17 item 5): go-redis without ContextTimeoutEnabled
+	// holds a command on the wire for its ReadTimeout (3 s by default)
+	// and re-sends it, whatever the context's deadline, so a frozen Redis
+	// held a settling Transport for seconds past its deadline.
+	const bound, slack = 100 * time.Millisecond, 150 * time.Millisecond
+	srv := redistest.Start(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr}) // ContextTimeoutEnabled false, the default
+	t.Cleanup(func() { client.Close() })
+	s := mustRedis(t, client, RedisConfig{Prefix: redistest.Prefix(t)})
+	res, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w1", Nonce: NewNonce(), MarksSending: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(pollBound)
-	for {
-		now, err := client.Time(t.Context()).Result()
-		if err != nil {
-			t.Fatal(err)
+	srv.Freeze(t)
+	for _, op := range []struct {
+		name string
+		call func(ctx context.Context) error
+	}{
+		{"reserve", func(ctx context.Context) error {
+			_, err := s.Reserve(ctx, ReserveRequest{Key: Key{Tenant: "acme", Operation: "charge", Key: "order-2"}, Fingerprint: fpA, Nonce: NewNonce()})
+			return err
+		}},
+		{"renew", func(ctx context.Context) error { return s.Renew(ctx, keyA, res.Token, 0) }},
+		{"mark sending", func(ctx context.Context) error { return s.MarkSending(ctx, keyA, res.Token) }},
+		{"attempt", func(ctx context.Context) error { _, err := s.AddAttempt(ctx, keyA, res.Token, "ok"); return err }},
+		{"complete", func(ctx context.Context) error { return s.Complete(ctx, keyA, res.Token, Outcome{Status: 201}) }},
+		{"fail", func(ctx context.Context) error { return s.Fail(ctx, keyA, res.Token, Failure{}) }},
+		{"get", func(ctx context.Context) error { _, err := s.Get(ctx, keyA); return err }},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), bound)
+		start := time.Now()
+		err := op.call(ctx)
+		elapsed := time.Since(start)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || elapsed > bound+slack {
+			t.Errorf("%s: %v after %v; want the context's deadline error within %v", op.name, err, elapsed, bound+slack)
 		}
-		if now.Sub(start) > d {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis TIME did not move %v in %v", d, pollBound)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a clock, not synchronising
 	}
 }

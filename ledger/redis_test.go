@@ -10,10 +10,6 @@ import (
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
-// pollBound caps every wait on Redis, so a broken expiry fails instead of
-// hanging.
-const pollBound = 10 * time.Second
-
 // mustRedis is NewRedis with the tests' fingerprint key added to cfg,
 // failing t on an error.
 func mustRedis(t testing.TB, client redis.UniversalClient, cfg RedisConfig) *Redis {

@@ -27,6 +27,8 @@ func TestStripeShouldRetry(t *testing.T) {
 			2, nil, retrybudget.ClassSuccess},
 		{"should-retry is case-insensitive", reply{status: 409, header: []string{"Stripe-Should-Retry", " TRUE "}},
 			2, nil, retrybudget.ClassSuccess},
+		{"a keyed 409 without the header is retried under the key", reply{status: 409},
+			2, nil, retrybudget.ClassSuccess},
 		{"a 500 without the header is retried under the key", reply{status: 500},
 			2, nil, retrybudget.ClassSuccess},
 		{"a 429 is retried", reply{status: 429}, 2, nil, retrybudget.ClassSuccess},

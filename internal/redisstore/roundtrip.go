@@ -18,6 +18,18 @@ func RoundTrip[T any](ctx context.Context, timeout time.Duration, detached bool,
 	if !detached {
 		return fn(ctx)
 	}
+	return Detach(ctx, fn)
+}
+
+// Detach runs fn in a goroutine and returns its result, or ctx's error as
+// soon as ctx ends, for a client that does not honour context deadlines
+// (see HonoursContext). The goroutine ends when the client gives up on
+// its commands; its late result is dropped. A ctx that can never end runs
+// fn in place.
+func Detach[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+	if ctx.Done() == nil {
+		return fn(ctx)
+	}
 	type result struct {
 		v   T
 		err error
