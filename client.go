@@ -90,10 +90,6 @@ func (t *Transport) CloseIdleConnections() {
 	}
 }
 
-// ErrBodyUnreadable means the request body could not be read to buffer it
-// for retries; nothing was sent. The Cause is the read error.
-var ErrBodyUnreadable = errors.New("retrybudget: request body unreadable")
-
 // Errors for requests the Transport cannot send at all.
 var (
 	errNotNew = errors.New("retrybudget: Transport not created with New")

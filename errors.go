@@ -8,8 +8,8 @@ import (
 )
 
 // Reasons the Transport stops. Each is the Reason of an Outcome and matches
-// an *Error with errors.Is; ErrInvalidAction alone refuses a request before
-// any call begins.
+// an *Error with errors.Is; ErrInvalidAction and ErrBodyUnreadable refuse a
+// request before any attempt (an *Error with no attempts, class not-sent).
 var (
 	// ErrAttemptsExhausted means every allowed attempt failed with a
 	// retryable class.
@@ -57,9 +57,12 @@ var (
 	// could not be sent again: it had no GetBody and was larger than
 	// Config.MaxBodyBuffer.
 	ErrBodyNotReplayable = errors.New("retrybudget: request body cannot be replayed")
-	// ErrInvalidAction is returned, as is, when the context carries an
-	// Action with an empty Key: nothing is sent.
+	// ErrInvalidAction means the context carries an Action with an empty
+	// Key: nothing is sent.
 	ErrInvalidAction = errors.New("retrybudget: action has an empty key")
+	// ErrBodyUnreadable means the request body could not be read to
+	// buffer it for retries; nothing was sent. The Cause is the read error.
+	ErrBodyUnreadable = errors.New("retrybudget: request body unreadable")
 )
 
 // Error is the error the Transport returns when it gives up without a

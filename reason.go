@@ -24,6 +24,8 @@ var reasonCodes = [...]struct {
 	{ErrPending, "pending"},
 	{ErrConflict, "conflict"},
 	{ErrLedger, "ledger"},
+	{ErrInvalidAction, "invalid_action"},
+	{ErrBodyUnreadable, "body_unreadable"},
 	{context.Canceled, "canceled"},
 	{context.DeadlineExceeded, "deadline_exceeded"},
 }

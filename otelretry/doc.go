@@ -64,7 +64,8 @@
 // retrybudget.reason is a short, stable code for the Outcome's Reason:
 // attempts_exhausted, deadline, wait_too_long, uncertain, rejected,
 // budget_exhausted, throttled, rate_limited, limiter, body_not_replayable,
-// pending, conflict, ledger, canceled, deadline_exceeded, or other (a reason
+// pending, conflict, ledger, invalid_action, body_unreadable, canceled,
+// deadline_exceeded, or other (a reason
 // added to package retrybudget after this list).
 //
 // Attribute values are bounded by the destinations and boundaries a program

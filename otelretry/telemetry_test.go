@@ -253,6 +253,8 @@ func TestReasonCodes(t *testing.T) {
 		{retrybudget.ErrPending, "pending"},
 		{retrybudget.ErrConflict, "conflict"},
 		{retrybudget.ErrLedger, "ledger"},
+		{retrybudget.ErrInvalidAction, "invalid_action"},
+		{retrybudget.ErrBodyUnreadable, "body_unreadable"},
 		{context.Canceled, "canceled"},
 		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), "deadline_exceeded"},
 		{errors.New("something new"), "other"},
