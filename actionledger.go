@@ -146,7 +146,12 @@ func storedOutcome(o *ledger.Outcome) *ledger.Outcome {
 // replayed, one that never happened is sent under the same key, an unknown
 // one stays uncertain for an operator.
 func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record) reservation {
-	res, err := g.cfg.Ledger.Reconciler(ctx, rec)
+	// The Reconciler asks the provider: bounded like a store call, by the
+	// call's deadline and storeTimeout, so a hung one holds neither the
+	// call nor, through the lease kept meanwhile, the action.
+	rctx, cancel := g.storeContext(ctx, false)
+	res, err := g.cfg.Ledger.Reconciler(rctx, rec)
+	cancel()
 	if err != nil {
 		res = ledger.Resolution{State: ledger.StateUncertain, Reason: "reconciler failed"}
 	}
@@ -313,7 +318,11 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 		if dl, ok := ctx.Deadline(); ok {
 			wait = min(wait, time.Until(dl))
 		}
-		if body, ok := readahead.Read(resp, g.cfg.MaxBodyBuffer, wait); ok {
+		limit := g.cfg.MaxBodyBuffer
+		if limit < 0 {
+			limit = DefaultMaxBodyBuffer // the stored answer is bounded on its own
+		}
+		if body, ok := readahead.Read(resp, limit, wait); ok {
 			o.Body, o.BodyOmitted, o.BodyLen = body, false, 0
 		}
 	}

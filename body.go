@@ -62,6 +62,12 @@ func (b *requestBody) content(limit int64) ([]byte, error) {
 	case b.getBody == nil:
 		return nil, ErrBodyNotReplayable
 	}
+	if limit < 0 {
+		// A negative MaxBodyBuffer keeps bodies from being buffered for
+		// retries; the ledger still reads its fingerprint, up to the
+		// default bound.
+		limit = DefaultMaxBodyBuffer
+	}
 	rc, err := b.getBody()
 	if err != nil {
 		return nil, err

@@ -65,10 +65,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			req.Body.Close()
 		}
+		e := refused(ErrBodyUnreadable, err)
 		if errors.Is(err, ErrInvalidAction) {
-			return nil, refused(ErrInvalidAction, nil)
+			e = refused(ErrInvalidAction, nil)
 		}
-		return nil, refused(ErrBodyUnreadable, err)
+		captureOutcome(req.Context(), e.Outcome)
+		return nil, e
 	}
 	resp, err := c.run()
 	captureOutcome(req.Context(), c.out)
@@ -98,7 +100,7 @@ var (
 
 // refused is the *Error of a call refused before any attempt: nothing was
 // sent.
-func refused(reason, cause error) error {
+func refused(reason, cause error) *Error {
 	return &Error{Outcome: Outcome{Class: ClassNotSent, Reason: reason}, Cause: cause}
 }
 

@@ -139,7 +139,10 @@ type LedgerConfig struct {
 	// Reconciler asks the provider what became of an action whose owner
 	// died mid-call (typically a GET by idempotency key). Nil means such an
 	// action is re-sent under the same key when Config.KeysHonoured, and
-	// otherwise reported as ErrUncertain for an operator.
+	// otherwise reported as ErrUncertain for an operator. Its context ends
+	// at the call's deadline, and after 5s at most, as a store call's does;
+	// a Reconciler that fails or runs out of time leaves the action
+	// uncertain.
 	Reconciler ledger.Reconciler
 }
 

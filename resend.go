@@ -166,13 +166,29 @@ func (c *call) answer(g *giveUp) (*http.Response, error) {
 	return c.attach(resp, noCancel), nil
 }
 
+// comeBack reports whether a give-up for reason names in its RetryAt a time
+// the caller was told to come back at (the provider's, the limiter's, the
+// ledger lease's, the deadline's), rather than the next backoff step of a
+// call that used up its attempts, whose re-sends stay answered from the
+// give-up for the whole window, so an SDK's own retries never stack on the
+// Transport's.
+func comeBack(reason error) bool {
+	return reason == ErrWaitTooLong || reason == ErrRateLimited || reason == ErrPending || reason == ErrDeadline
+}
+
 // remember keeps the call's give-up for its SDK's re-sends.
 func (c *call) remember(resp *http.Response, cause error) {
 	if len(c.resend) == 0 || c.out.Repeated {
 		return
 	}
 	now := c.t.clock.Now()
-	g := &giveUp{out: c.out, cause: cause, until: now.Add(resendWindow)}
+	until := now.Add(resendWindow)
+	if at := c.out.RetryAt; comeBack(c.out.Reason) && !at.IsZero() && at.Before(until) {
+		// The give-up told the caller when to come back: from then on the
+		// call is new work, not a re-send to answer from the give-up.
+		until = at
+	}
+	g := &giveUp{out: c.out, cause: cause, until: until}
 	if resp != nil {
 		g.status, g.header = resp.StatusCode, resp.Header.Clone()
 		g.body, _ = readahead.Read(resp, resendBodyLimit, resendBodyWait)
