@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/retrybudget/retrybudget/internal/testenv"
 )
 
 // readyTimeout bounds the wait for a started server to accept
@@ -70,13 +72,13 @@ func Start(t testing.TB) *Server {
 	t.Helper()
 	bin := binDir()
 	if bin == "" {
-		unavailable(t, noPostgres)
+		testenv.Unavailable(t, RequireEnv, noPostgres)
 	}
 	s := &Server{t: t, bin: bin}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			unavailable(t, "pgtest: running as root, and PostgreSQL refuses root, but there is no postgres user: "+err.Error())
+			testenv.Unavailable(t, RequireEnv, "pgtest: running as root, and PostgreSQL refuses root, but there is no postgres user: "+err.Error())
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)

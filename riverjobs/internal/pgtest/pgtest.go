@@ -16,7 +16,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -28,6 +27,8 @@ import (
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/ledger/ledgertest"
 	"github.com/retrybudget/retrybudget/ledger/pgledger"
+
+	"github.com/retrybudget/retrybudget/internal/testenv"
 )
 
 // RequireEnv is the environment variable that turns a skip (no
@@ -77,7 +78,7 @@ func New(t testing.TB) *DB {
 	defer cancel()
 	admin, err := pgx.Connect(ctx, url)
 	if err != nil {
-		unavailable(t, fmt.Sprintf("pgtest: no PostgreSQL at %s: %v (set DATABASE_URL)", redact(url), err))
+		testenv.Unavailable(t, RequireEnv, fmt.Sprintf("pgtest: no PostgreSQL at %s: %v (set DATABASE_URL)", redact(url), err))
 	}
 	defer admin.Close(context.Background())
 	var b [6]byte
@@ -135,21 +136,6 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 // with the tests' key (ledgertest.FingerprintKeys).
 func Ledger(pool *pgxpool.Pool, schema string) (*pgledger.Store, error) {
 	return pgledger.New(pool, pgledger.Config{Schema: schema, Config: ledger.Config{FingerprintKeys: ledgertest.FingerprintKeys()}})
-}
-
-// required reports whether RequireEnv asks a missing server to fail tests.
-func required() bool {
-	v, err := strconv.ParseBool(os.Getenv(RequireEnv))
-	return err == nil && v
-}
-
-// unavailable skips t with msg, or fails it when RequireEnv is set.
-func unavailable(t testing.TB, msg string) {
-	t.Helper()
-	if required() {
-		t.Fatalf("%s (failing because %s=%s)", msg, RequireEnv, os.Getenv(RequireEnv))
-	}
-	t.Skip(msg)
 }
 
 // redact drops the password from url, for messages.
