@@ -50,10 +50,7 @@ func newTransport(cfg Config, clk clock) *Transport {
 // *Error.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := t.check(req); err != nil {
-		if req != nil && req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, refused(err, nil)
+		return nil, refuse(req, err, nil)
 	}
 	if len(t.routes) > 0 {
 		if rt := match(t.routes, req); rt != nil {
@@ -62,15 +59,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c, err := t.newCall(req)
 	if err != nil {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		e := refused(ErrBodyUnreadable, err)
 		if errors.Is(err, ErrInvalidAction) {
-			e = refused(ErrInvalidAction, nil)
+			return nil, refuse(req, ErrInvalidAction, nil)
 		}
-		captureOutcome(req.Context(), e.Outcome)
-		return nil, e
+		return nil, refuse(req, ErrBodyUnreadable, err)
 	}
 	resp, err := c.run()
 	captureOutcome(req.Context(), c.out)
@@ -98,10 +90,18 @@ var (
 	errNilURL = errors.New("retrybudget: nil Request.URL")
 )
 
-// refused is the *Error of a call refused before any attempt: nothing was
-// sent.
-func refused(reason, cause error) *Error {
-	return &Error{Outcome: Outcome{Class: ClassNotSent, Reason: reason}, Cause: cause}
+// refuse ends a call refused before any attempt: nothing was sent. It
+// closes the request's body, as RoundTrip must, and records the Outcome for
+// CaptureOutcome like any call's.
+func refuse(req *http.Request, reason, cause error) *Error {
+	e := &Error{Outcome: Outcome{Class: ClassNotSent, Reason: reason}, Cause: cause}
+	if req != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		captureOutcome(req.Context(), e.Outcome)
+	}
+	return e
 }
 
 // check refuses a request that cannot be sent, as net/http does, rather
