@@ -17,8 +17,12 @@ type requestBody struct {
 	length int64
 	// sent is set once the first body has been handed out.
 	sent bool
-	// buf is the whole body when the Transport buffered it.
-	buf []byte
+	// buf is the whole body once the Transport buffered it or content
+	// read it, and bufErr why content could not; read reports that they
+	// hold content's answer, so that the body is read at most once.
+	buf    []byte
+	bufErr error
+	read   bool
 }
 
 // prepareBody makes req's body replayable when it can: by GetBody when the
@@ -47,16 +51,24 @@ func prepareBody(req *http.Request, limit int64) (requestBody, error) {
 	req.Body.Close()
 	get := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
 	first, _ := get()
-	return requestBody{first: first, getBody: get, length: int64(len(buf)), buf: buf}, nil
+	return requestBody{first: first, getBody: get, length: int64(len(buf)), buf: buf, read: true}, nil
 }
 
 // content returns the whole body for fingerprinting, reading a fresh copy
 // from GetBody when the Transport did not buffer it. It fails for a body
-// that cannot be replayed, since reading it would consume it.
+// that cannot be replayed, since reading it would consume it. The body is
+// read once: the re-send fingerprint and the ledger's share the answer.
 func (b *requestBody) content(limit int64) ([]byte, error) {
+	if !b.read {
+		b.buf, b.bufErr = b.readContent(limit)
+		b.read = true
+	}
+	return b.buf, b.bufErr
+}
+
+// readContent reads the whole body for content.
+func (b *requestBody) readContent(limit int64) ([]byte, error) {
 	switch {
-	case b.buf != nil:
-		return b.buf, nil
 	case b.first == nil || b.first == http.NoBody:
 		return nil, nil
 	case b.getBody == nil:

@@ -20,20 +20,47 @@ type KeyEvent struct {
 	Key string
 }
 
-// setKey puts the call's key in its own copy of the headers, unless OmitKey
-// says the provider documents no key header and there is no key there to
-// replace; then the Outcome names no key, since none was sent. It reports a
-// replaced key to the Observer.
+// setKey puts the call's key in its own copy of the headers, and reports a
+// replaced key to the Observer. The copy's key value is c.first.key, so
+// setting it costs no allocation beyond the map; the call must have been
+// made with first for this reason (see keySent).
 func (c *call) setKey(key, replaced string) {
-	if c.t.cfg.OmitKey && replaced == "" {
-		c.out.Key = ""
-		return
-	}
-	if !c.headerCopied {
-		c.header, c.headerCopied = c.header.Clone(), true
-	}
-	c.header.Set(c.t.cfg.KeyHeader, key)
+	c.first.key[0] = key
+	c.header, c.headerCopied = withValue(c.req.Header, c.t.cfg.KeyHeader, c.first.key[:]), true
 	if obs := c.t.cfg.Observer.KeyReplaced; obs != nil && replaced != "" {
 		obs(KeyEvent{Request: c.req, Route: c.t.route, Header: c.t.cfg.KeyHeader, Replaced: replaced, Key: key})
 	}
+}
+
+// keySent reports whether the Transport sends a key of its own, from src:
+// an Action's or a generated one, unless OmitKey says the provider
+// documents no key header and there is no key there to replace (replaced
+// is empty). Then the Outcome names no key, since none was sent.
+func (t *Transport) keySent(src keySource, replaced string) bool {
+	return (src == keyAction || src == keyGenerated) && !(t.cfg.OmitKey && replaced == "")
+}
+
+// withValue returns a copy of h (nil meaning empty) with vals under name,
+// which must be in canonical form, for the attempts of one call: a map of
+// its own, so that the caller's headers are never touched, which shares
+// h's other value slices rather than copying them. They are capped, so
+// that an append through the copy cannot write into the caller's arrays;
+// nothing writes into a value slice in place (the Transport never does,
+// and a base RoundTripper must not modify the request).
+func withValue(h http.Header, name string, vals []string) http.Header {
+	out := make(http.Header, len(h)+1)
+	for k, v := range h {
+		out[k] = v[:len(v):len(v)]
+	}
+	out[name] = vals
+	return out
+}
+
+// headerValue is h.Get(name) for a name already in canonical form, without
+// canonicalizing it again on every call.
+func headerValue(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }

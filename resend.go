@@ -39,8 +39,8 @@ const (
 // retryCount reads the number an SDK gives its re-sends of one call, 0 on
 // the first send; ok is false when the request carries no such header.
 func retryCount(h http.Header) (n int, ok bool) {
-	for _, name := range [...]string{"X-Stainless-Retry-Count"} {
-		if v := h.Get(name); v != "" {
+	for _, name := range [...]string{"X-Stainless-Retry-Count"} { // canonical forms
+		if v := headerValue(h, name); v != "" {
 			n, err := strconv.Atoi(v)
 			return n, err == nil
 		}
@@ -103,7 +103,7 @@ func (g *giveUps) put(ids []string, e *giveUp, now time.Time) {
 // call itself up by: the key, and the fingerprint only when the call is a
 // numbered re-send (a first send of an identical request is a new call).
 func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
-	if k := c.req.Header.Get(c.t.cfg.KeyHeader); k != "" {
+	if k := headerValue(c.req.Header, c.t.cfg.KeyHeader); k != "" {
 		ids = append(ids, "key\x00"+k)
 	}
 	n, ok := retryCount(c.req.Header)
