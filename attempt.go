@@ -22,9 +22,9 @@ type sent struct {
 	// resends is how many more times net/http wrote the request on its
 	// own within the attempt (see send).
 	resends int
-	// start and end bound the attempt, by the Transport's clock; start is
-	// read only when AttemptTimeout or the Observer's Attempt needs it,
-	// and is zero otherwise.
+	// start and end bound the attempt, by the Transport's clock; each is
+	// read only when something needs it (AttemptTimeout or the Observer
+	// for start, see readsEnd for end), and is zero otherwise.
 	start, end time.Time
 }
 
@@ -44,7 +44,10 @@ func (c *call) send() sent {
 		return sent{err: err, cancel: cancel, bodyErr: true}
 	}
 	resp, err := c.t.cfg.Base.RoundTrip(areq)
-	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Now: c.t.clock.Now(), Repeatable: c.repeatable}
+	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Repeatable: c.repeatable}
+	if c.readsEnd(resp) {
+		c.res.Now = c.t.clock.Now()
+	}
 	s := sent{resp: resp, err: err, cancel: cancel, start: start, end: c.res.Now}
 	if tr != nil {
 		// A Base that emits no httptrace events (a wrapper, a mock) gives
@@ -57,12 +60,26 @@ func (c *call) send() sent {
 	return s
 }
 
+// readsEnd reports whether anything reads the time an attempt that got
+// resp ended: the Throttle, the Observer, a Classifier of the caller's, or
+// the DefaultClassifier on a failure (for Retry-After). Reading the clock
+// costs as much as the rest of a GET's own work on some virtual machines,
+// so a success that nobody times leaves it unread and sent.end zero.
+func (c *call) readsEnd(resp *http.Response) bool {
+	cfg := &c.t.cfg
+	if cfg.Throttle != nil || cfg.Observer.Attempt != nil || resp == nil || ClassifyStatus(resp.StatusCode) != ClassSuccess {
+		return true
+	}
+	_, isDefault := cfg.Classifier.(DefaultClassifier)
+	return !isDefault
+}
+
 // report tells the gates and the Observer about one attempt: the limiter
 // may pause the boundary, the ledger records the send, the Throttle counts
 // it. It writes nothing of the Outcome.
 func (c *call) report(a *sent) {
 	ctx := c.req.Context()
-	if c.limit.lim != nil {
+	if c.limit != nil {
 		c.limit.cooldown(ctx, a.cls)
 	}
 	if c.led != nil {

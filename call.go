@@ -16,6 +16,7 @@ import (
 // shared by its attempts, and the Outcome being built. One allocation holds
 // it all, the returned body wrapper included, to keep the success path lean;
 // a traced call's allocation holds its first attempt too (see tracedCall).
+// Only the gates stand apart, made for the calls that have them.
 //
 // run is the one writer of out; the gates (limit, led) and the budget take
 // what they need and return what they decided.
@@ -43,7 +44,7 @@ type call struct {
 	firstUsed bool
 	body      requestBody
 	dest      string      // the destination for the Budget and the Throttle
-	limit     limitGate   // limit.lim is nil without a Limiter
+	limit     *limitGate  // nil without a Limiter
 	led       *ledgerGate // nil without a Ledger or an Action
 	deadline  time.Time   // zero when the call has none
 	bo        *backoff.ExponentialBackOff
@@ -122,7 +123,7 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	if t.cfg.Limiter != nil {
 		// The tenant of the action is the limiter's owner, for its
 		// per-owner share.
-		c.limit = limitGate{lim: t.cfg.Limiter, req: limiter.Request{Boundary: t.cfg.Boundary(req), Owner: action.Tenant},
+		c.limit = &limitGate{lim: t.cfg.Limiter, req: limiter.Request{Boundary: t.cfg.Boundary(req), Owner: action.Tenant},
 			caller: req, route: t.route, clock: t.clock, maxWait: t.cfg.MaxWait, observer: &t.cfg.Observer}
 	}
 	c.repeatable = idempotent || src == keyCaller || (src == keyAction && !t.cfg.OmitKey) ||
@@ -174,7 +175,7 @@ func (c *call) run() (*http.Response, error) {
 		c.t.cfg.Budget.Deposit(ctx, c.dest)
 	}
 	for {
-		if c.limit.lim != nil {
+		if c.limit != nil {
 			adm := c.limit.admit(ctx, c.deadline, c.waited)
 			c.waited = adm.waited
 			if adm.stop != nil {
