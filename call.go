@@ -24,6 +24,27 @@ type call struct {
 	t      *Transport
 	req    *http.Request
 	header http.Header // the headers sent: req.Header, or a copy with the key
+	// first is the room for the first attempt of a traced call, in the
+	// call's own allocation; nil for a call that is not traced (see
+	// firstUsed).
+	first    *firstAttempt
+	body     requestBody
+	dest     string      // the destination for the Budget and the Throttle
+	limit    *limitGate  // nil without a Limiter
+	led      *ledgerGate // nil without a Ledger or an Action
+	deadline time.Time   // zero when the call has none
+	bo       *backoff.ExponentialBackOff
+	out      Outcome
+	resp     outcomeBody
+	// res is the latest attempt's result, kept here so handing it to the
+	// Classifier costs no allocation.
+	res AttemptResult
+	// waited is the time the call has spent waiting, on backoff, on
+	// Retry-After and on the limiter; it never exceeds MaxWait.
+	waited time.Duration
+
+	// The flags come last and together, to keep the call small.
+
 	// headerCopied reports whether header is the Transport's own copy
 	// (carrying the key, or standing in for a nil caller's header).
 	headerCopied bool
@@ -35,32 +56,13 @@ type call struct {
 	// not idempotent, for keyed requests (which net/http may re-send) and
 	// for ledger calls, whose effects must be accounted for.
 	traced bool
-	// first is the room for the first attempt of a traced call, in the
-	// call's own allocation; nil for a call that is not traced. firstUsed
-	// reports that the first attempt took it: a later attempt gets its
-	// own, since net/http may still read the first attempt's request and
-	// report to its trace after RoundTrip returned.
-	first     *firstAttempt
+	// firstUsed reports that the first attempt took first: a later
+	// attempt gets its own, since net/http may still read the first
+	// attempt's request and report to its trace after RoundTrip returned.
 	firstUsed bool
-	body      requestBody
-	dest      string      // the destination for the Budget and the Throttle
-	limit     *limitGate  // nil without a Limiter
-	led       *ledgerGate // nil without a Ledger or an Action
-	deadline  time.Time   // zero when the call has none
-	bo        *backoff.ExponentialBackOff
-	out       Outcome
-	resp      outcomeBody
-	// res is the latest attempt's result, kept here so handing it to the
-	// Classifier costs no allocation.
-	res AttemptResult
-	// resend holds the ids under which a give-up answers an SDK's
-	// re-sends of this call (see repeat); numbered reports that the call
-	// is itself an SDK's numbered re-send, counted as a retry.
-	resend   []string
+	// numbered reports that the call is an SDK's numbered re-send of an
+	// earlier one (see repeat), counted as a retry.
 	numbered bool
-	// waited is the time the call has spent waiting, on backoff, on
-	// Retry-After and on the limiter; it never exceeds MaxWait.
-	waited time.Duration
 }
 
 // tracedCall is a call with room for its first attempt, allocated as one.

@@ -128,8 +128,7 @@ func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
 // process, or too long ago) counts as a retry in the Budget, and is not
 // sent when the Budget refuses it. done reports that the call is answered.
 func (c *call) repeat() (resp *http.Response, err error, done bool) {
-	ids, lookup, numbered := c.resendIDs()
-	c.resend = ids
+	_, lookup, numbered := c.resendIDs()
 	if len(lookup) == 0 {
 		return nil, nil, false
 	}
@@ -178,7 +177,14 @@ func comeBack(reason error) bool {
 
 // remember keeps the call's give-up for its SDK's re-sends.
 func (c *call) remember(resp *http.Response, cause error) {
-	if len(c.resend) == 0 || c.out.Repeated {
+	if c.out.Repeated {
+		return
+	}
+	// The ids are those repeat looked the call up by, made again rather
+	// than kept in every call for the few that give up: the request is the
+	// same, and its body was read once (see requestBody.content).
+	ids, _, _ := c.resendIDs()
+	if len(ids) == 0 {
 		return
 	}
 	now := c.t.clock.Now()
@@ -193,5 +199,5 @@ func (c *call) remember(resp *http.Response, cause error) {
 		g.status, g.header = resp.StatusCode, resp.Header.Clone()
 		g.body, _ = readahead.Read(resp, resendBodyLimit, resendBodyWait)
 	}
-	c.t.gaveUp.put(c.resend, g, now)
+	c.t.gaveUp.put(ids, g, now)
 }
