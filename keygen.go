@@ -1,8 +1,9 @@
 package retrybudget
 
 import (
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
+	"math/rand/v2"
 	"sync"
 )
 
@@ -13,39 +14,41 @@ const keyLen = 36
 const keysPerBatch = 16
 
 // keyMint hands out the random keys of calls that carry none (see
-// resolveKey). It makes them keysPerBatch at a time, in one string, so a
-// key costs a sixteenth of an allocation and of a read from crypto/rand;
-// a key kept after its call keeps its batch, under 600 bytes, alive.
+// resolveKey). It makes them keysPerBatch at a time, in one string, so that
+// a key costs a sixteenth of an allocation; a key kept after its call keeps
+// its batch, under 600 bytes, alive. The randomness comes from a ChaCha8
+// generator, cryptographically strong, seeded from crypto/rand: a key must
+// be unique and unguessable, and crypto/rand costs five times as much per
+// byte.
 type keyMint struct {
-	mu   sync.Mutex // guards keys
-	keys string     // keys not handed out yet, keyLen bytes each
+	mu   sync.Mutex    // guards keys and rng
+	keys string        // keys not handed out yet, keyLen bytes each
+	rng  *rand.ChaCha8 // nil until the first key
 }
 
 // key returns a fresh key, never handed out before.
 func (m *keyMint) key() string {
 	m.mu.Lock()
-	if len(m.keys) >= keyLen {
-		k := m.keys[:keyLen]
-		m.keys = m.keys[keyLen:]
-		m.mu.Unlock()
-		return k
+	defer m.mu.Unlock()
+	if len(m.keys) < keyLen {
+		if m.rng == nil {
+			var seed [32]byte
+			crand.Read(seed[:]) // never fails: crypto/rand crashes the program instead
+			m.rng = rand.NewChaCha8(seed)
+		}
+		m.keys = newKeys(m.rng)
 	}
-	m.mu.Unlock()
-	// Made without the lock, so that other calls are not held up; a
-	// batch another call put in place meanwhile is dropped unused.
-	keys := newKeys()
-	m.mu.Lock()
-	m.keys = keys[keyLen:]
-	m.mu.Unlock()
-	return keys[:keyLen]
+	k := m.keys[:keyLen]
+	m.keys = m.keys[keyLen:]
+	return k
 }
 
-// newKeys returns keysPerBatch random keys, one after the other. Each is a
-// version 4 UUID (RFC 9562 §5.4) in its canonical text form, lower-case
-// hex, as uuid.NewString makes.
-func newKeys() string {
+// newKeys returns keysPerBatch random keys from rng, one after the other.
+// Each is a version 4 UUID (RFC 9562 §5.4) in its canonical text form,
+// lower-case hex, as uuid.NewString makes.
+func newKeys(rng *rand.ChaCha8) string {
 	var random [keysPerBatch * 16]byte
-	rand.Read(random[:]) // never fails: crypto/rand crashes the program instead
+	rng.Read(random[:])
 	var text [keysPerBatch * keyLen]byte
 	for i := range keysPerBatch {
 		u, s := random[i*16:(i+1)*16], text[i*keyLen:(i+1)*keyLen]
