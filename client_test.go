@@ -58,6 +58,36 @@ func TestRoundTripperContract(t *testing.T) {
 	}
 }
 
+// The key goes out in the Transport's own copy of the headers, which
+// shares the caller's values: a base that adds to a header through the
+// copy must not write into the caller's arrays, even where they have room.
+func TestKeyedHeaderCopyLeavesTheCallersHeadersAlone(t *testing.T) {
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		r.Header.Add("X-Tag", "base")
+		r.Header.Set("X-Other", "base")
+		return canned{}.RoundTrip(r)
+	})
+	tr := New(Config{Base: base})
+	req, _ := http.NewRequest("POST", "http://api.example/charges", strings.NewReader("x"))
+	tags := make([]string, 1, 4)
+	tags[0] = "caller"
+	req.Header["X-Tag"] = tags
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finalOutcome(t, resp)
+	if len(req.Header) != 1 || len(req.Header["X-Tag"]) != 1 || req.Header.Get("Idempotency-Key") != "" {
+		t.Fatalf("caller's headers changed: %v", req.Header)
+	}
+	if spare := tags[:2][1]; spare != "" {
+		t.Fatalf("the base wrote %q into the caller's array", spare)
+	}
+	if got := resp.Request.Header["X-Tag"]; len(got) != 2 || got[0] != "caller" || got[1] != "base" {
+		t.Fatalf("request sent with X-Tag %v; want the caller's value and the base's", got)
+	}
+}
+
 func TestRetriedResponsesAreDrainedAndConnectionReused(t *testing.T) {
 	big := strings.Repeat("x", 8<<10)
 	p := newProvider(t, func(w http.ResponseWriter, r *http.Request) {

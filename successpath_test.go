@@ -3,6 +3,7 @@ package retrybudget
 import (
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -69,29 +70,54 @@ func BenchmarkOwnCost(b *testing.B) {
 }
 
 // TestSuccessPathAllocations pins the allocations the Transport adds to a
-// successful call, over the bare base's, so that they do not creep back: one
-// for a GET (the call's state, which carries the Outcome on the response),
-// and a handful for a POST with its generated key (the key, the request's
-// own copy of the headers, and the hooks that trace whether it was
-// written).
+// successful call, over the bare base's, and the bytes they take, so that
+// neither creeps back (on a small virtual machine the bytes cost as much as
+// the count): one allocation for a GET (the call's state, which carries the
+// Outcome on the response), and six for a POST with its generated key (the
+// call with its first attempt, the request's own copy of the headers (two),
+// and the three hooks that trace whether it was written; its key is one of a
+// batch).
 func TestSuccessPathAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector adds allocations of its own (crypto/rand, sync.Pool)")
 	}
 	for _, tc := range []struct {
-		method string
-		max    float64
+		method        string
+		allocs, bytes float64
 	}{
-		{http.MethodGet, 1},
-		{http.MethodPost, 6},
+		// A call fits the 384-byte size class.
+		{http.MethodGet, 1, 384},
+		// A traced call fits the 896-byte class, its malloc header
+		// included; the header copy takes 400 bytes, the hooks 48, and a
+		// key 36 and a sixteenth of an allocation (which AllocsPerRun
+		// rounds down).
+		{http.MethodPost, 6, 896 + 400 + 48 + 36},
 	} {
 		t.Run(tc.method, func(t *testing.T) {
-			bare := testing.AllocsPerRun(200, cannedCall(t, canned{}, tc.method))
-			own := testing.AllocsPerRun(200, cannedCall(t, New(Config{Base: canned{}}), tc.method)) - bare
-			if own > tc.max {
-				t.Fatalf("the Transport adds %.0f allocations to a %s over the bare base's %.0f; want at most %.0f",
-					own, tc.method, bare, tc.max)
+			bareCall, ownCall := cannedCall(t, canned{}, tc.method), cannedCall(t, New(Config{Base: canned{}}), tc.method)
+			bare, own := testing.AllocsPerRun(100, bareCall), testing.AllocsPerRun(100, ownCall)
+			// The runtime allocates a few bytes of its own now and then.
+			const slack = 16
+			bareBytes, ownBytes := bytesPerRun(bareCall), bytesPerRun(ownCall)
+			if own-bare > tc.allocs || ownBytes-bareBytes > tc.bytes+slack {
+				t.Fatalf("the Transport adds %.0f allocations (%.0f bytes) to a %s over the bare base's %.0f (%.0f bytes); want at most %.0f (%.0f bytes)",
+					own-bare, ownBytes-bareBytes, tc.method, bare, bareBytes, tc.allocs, tc.bytes)
 			}
 		})
 	}
+}
+
+// bytesPerRun is testing.AllocsPerRun for the bytes allocated: the average
+// over a whole number of key batches, after one run to warm up.
+func bytesPerRun(f func()) float64 {
+	const runs = 4 * keysPerBatch
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	f()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.TotalAlloc-before.TotalAlloc) / runs
 }
