@@ -1,6 +1,9 @@
 package retrybudget
 
-import "net/http"
+import (
+	"maps"
+	"net/http"
+)
 
 // KeyEvent describes an idempotency key the Transport put in place of the
 // key the caller or an SDK had set in the key header: an Action's key wins,
@@ -42,15 +45,14 @@ func (t *Transport) keySent(src keySource, replaced string) bool {
 
 // withValue returns a copy of h (nil meaning empty) with vals under name,
 // which must be in canonical form, for the attempts of one call: a map of
-// its own, so that the caller's headers are never touched, which shares
-// h's other value slices rather than copying them. They are capped, so
-// that an append through the copy cannot write into the caller's arrays;
-// nothing writes into a value slice in place (the Transport never does,
-// and a base RoundTripper must not modify the request).
+// its own, so that the caller's map is never touched, which shares h's
+// value slices rather than copying them, as a RoundTripper may not modify
+// the request it is given. maps.Clone copies a small map's memory whole,
+// faster than a loop can fill a new one.
 func withValue(h http.Header, name string, vals []string) http.Header {
-	out := make(http.Header, len(h)+1)
-	for k, v := range h {
-		out[k] = v[:len(v):len(v)]
+	out := maps.Clone(h)
+	if out == nil {
+		out = make(http.Header, 1)
 	}
 	out[name] = vals
 	return out
