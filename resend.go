@@ -3,6 +3,7 @@ package retrybudget
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -195,6 +196,9 @@ func (c *call) remember(resp *http.Response, cause error) {
 		until = at
 	}
 	g := &giveUp{out: c.out, cause: cause, until: until}
+	// A generated key is a slice of its batch (see keyMint): a give-up
+	// kept for the window keeps a copy of its own.
+	g.out.Key = strings.Clone(g.out.Key)
 	if resp != nil {
 		g.status, g.header = resp.StatusCode, resp.Header.Clone()
 		g.body, _ = readahead.Read(resp, resendBodyLimit, resendBodyWait)
