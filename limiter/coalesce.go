@@ -162,26 +162,25 @@ func (c *coalescer) lead(ctx context.Context, k groupKey, batch []*pending, run 
 	close(next[0].done)
 }
 
-// runBatch runs batch.lua for the requests ins of group k.
+// runBatch decides the requests ins of group k in one round trip. Without
+// the fair queue every request is sent now or not at all, so decide.lua
+// decides them all from a count, however many there are (its reply does
+// not grow with them either); the fair queue needs batch.lua, which
+// reserves a slot per request.
 func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]slotResult, error) {
-	if len(ins) == 1 && l.batch.queue == nil && l.batch.scriptNow == nil {
-		return l.runOne(ctx, k)
+	r := Request{Boundary: k.boundary, Owner: k.owner}
+	if l.batch.queue == nil {
+		return l.runCount(ctx, r, len(ins))
 	}
 	// decisionCall gives the cooldown key, then every limit's key (the
-	// boundary's, then the owner's share), and after want their triples.
-	keys, limitArgs := l.decisionCall(Request{Boundary: k.boundary, Owner: k.owner}, 0)
-	limitArgs = limitArgs[1:]
-	lookahead := int64(-1)
-	if q := l.batch.queue; q != nil {
-		keys = append(keys[:len(keys):len(keys)], l.cache.get(k.boundary, l.buildKeys).base+queueSuffix)
-		lookahead = q.lookahead.Microseconds()
-	}
-	var clock int64
-	if l.batch.scriptNow != nil {
-		clock = l.batch.scriptNow().UnixMicro()
-	}
+	// boundary's, then the owner's share), and after the clock and want
+	// their triples.
+	keys, limitArgs := l.decisionCall(r, 0)
+	limitArgs = limitArgs[2:]
+	q := l.batch.queue
+	keys = append(keys[:len(keys):len(keys)], l.cache.get(k.boundary, l.buildKeys).base+queueSuffix)
 	args := make([]any, 0, 4+len(limitArgs)+3*len(ins))
-	args = append(args, clock, len(limitArgs)/3, lookahead)
+	args = append(args, l.scriptClock(), len(limitArgs)/3, q.lookahead.Microseconds())
 	args = append(args, limitArgs...)
 	args = append(args, len(ins))
 	for _, in := range ins {
@@ -195,24 +194,25 @@ func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]
 	return outs, err
 }
 
-// runOne decides a batch of one without the fair queue with decide.lua: a
-// lone caller's decision is then as cheap as without coalescing. The two
-// scripts share the keys and the GCRA state (each limit's TAT), and each
-// runs atomically, so mixing them keeps every limit exact.
-func (l *Redis) runOne(ctx context.Context, k groupKey) ([]slotResult, error) {
-	keys, args := l.decisionCall(Request{Boundary: k.boundary, Owner: k.owner}, 1)
-	reply, err := l.run(ctx, l.timeout, l.decide, keys, args)
+// runCount decides n requests of r's boundary and owner that may not
+// wait, with decide.lua: the first it grants are granted, and each refused
+// one is told its own place.
+func (l *Redis) runCount(ctx context.Context, r Request, n int) ([]slotResult, error) {
+	d, err := l.decideN(ctx, r, n)
 	if err != nil {
 		return nil, err
 	}
-	granted, wait, reason, err := parseDecision(reply)
-	if err != nil {
-		return nil, err
+	outs := make([]slotResult, n)
+	limits := l.limits[:len(d.next)]
+	for j := range outs {
+		if int64(j) < d.granted {
+			outs[j].granted = true
+			continue
+		}
+		wait, reason := d.place(j-int(d.granted), limits)
+		outs[j] = slotResult{wait: wait, retry: wait, reason: reason}
 	}
-	if granted > 0 {
-		return []slotResult{{granted: true}}, nil
-	}
-	return []slotResult{{wait: wait, retry: wait, reason: reason}}, nil
+	return outs, nil
 }
 
 // parseBatch reads batch.lua's reply: Redis's now in µs, then five

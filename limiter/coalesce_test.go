@@ -30,7 +30,7 @@ func newClockedRedis(t *testing.T, clk *fakeClock, cfg RedisConfig) *Redis {
 	if l.batch == nil {
 		t.Fatal("limiter does not batch")
 	}
-	l.now, l.batch.scriptNow, l.batch.sleep = clk.Now, clk.Now, clk.Sleep
+	l.now, l.scriptNow, l.batch.sleep = clk.Now, clk.Now, clk.Sleep
 	return l
 }
 

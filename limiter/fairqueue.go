@@ -60,8 +60,6 @@ type batcher struct {
 	script *redis.Script
 	queue  *fairQueue // nil without the fair queue
 
-	// scriptNow is the script's clock seam: nil means Redis TIME.
-	scriptNow func() time.Time
 	// sleep is the waiting seam: ctxsleep.Sleep except in tests.
 	sleep func(ctx context.Context, d time.Duration) error
 }
