@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -49,17 +50,22 @@ type slotResult struct {
 const reasonQueue = 4
 
 // coalescer makes concurrent decisions for one boundary share a round
-// trip. The first caller leads: it runs a batch of one at once. Callers
-// that arrive while a batch is in flight wait; when it returns, the leader
-// hands every waiter (up to max) to the first of them, which runs them as
-// the next batch. So there is at most one round trip in flight per group,
-// a lone caller pays exactly one round trip, and n concurrent callers pay
-// about two for all of them.
+// trip. The first caller leads: it runs a batch of one at once, in its own
+// goroutine. Callers that arrive while a batch is in flight wait; when it
+// returns, a driver goroutine takes every waiter (up to max) as the next
+// batch and runs round trips back to back, each for the callers that
+// arrived during the one before, until none is waiting. So there is at
+// most one round trip in flight per group, a lone caller pays exactly one
+// round trip and no goroutine, and n concurrent callers pay about two for
+// all of them.
 type coalescer struct {
 	// mu guards groups and every group's waiting list.
 	mu sync.Mutex
 	// groups holds a group while a round trip for it is in flight.
 	groups map[groupKey]*group
+	// spare is an ended group kept for the next, so that a lone caller's
+	// decisions allocate none.
+	spare *group
 
 	max int // immutable: the most requests in one batch
 }
@@ -75,13 +81,10 @@ type group struct {
 // pending is one caller's request in a coalescer.
 type pending struct {
 	in slotRequest
-	// done is closed when out and err are set, or lead is.
+	// done is closed when out and err are set.
 	done chan struct{}
 	out  slotResult
 	err  error
-	// lead, when set, is the batch this caller must run next; it starts
-	// with the caller itself.
-	lead []*pending
 }
 
 // runBatch makes the decisions of one batch in one round trip.
@@ -90,21 +93,35 @@ type runBatch func(ctx context.Context, k groupKey, ins []slotRequest) ([]slotRe
 // decide returns in's decision, made in a round trip shared with the other
 // callers of group k. When ctx ends while the request waits for a batch it
 // returns ctx.Err() and takes nothing; once its batch is in flight it waits
-// for that (bounded by the round trip's timeout), so a leader never leaves
-// the others without one.
+// for that (bounded by the round trip's timeout), so that every request of
+// a round trip gets its answer.
 func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run runBatch) (slotResult, error) {
-	p := &pending{in: in}
 	c.mu.Lock()
 	g, busy := c.groups[k]
 	if !busy {
 		if c.groups == nil {
 			c.groups = make(map[groupKey]*group)
 		}
-		c.groups[k] = &group{}
+		g, c.spare = c.spare, nil
+		if g == nil {
+			g = &group{}
+		}
+		c.groups[k] = g
 		c.mu.Unlock()
-		c.lead(ctx, k, []*pending{p}, run)
-		return p.out, p.err
+		// The round trip does not end with the leader's context: the
+		// callers that arrive meanwhile depend on the group going on,
+		// and run bounds it by the decision timeout.
+		ctx = context.WithoutCancel(ctx)
+		outs, err := run(ctx, k, []slotRequest{in})
+		if next := c.next(k); next != nil {
+			go c.drive(ctx, k, next, run)
+		}
+		if err != nil {
+			return slotResult{}, err
+		}
+		return outs[0], nil
 	}
+	p := &pending{in: in}
 	p.done = make(chan struct{})
 	g.waiting = append(g.waiting, p)
 	c.mu.Unlock()
@@ -121,45 +138,56 @@ func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run 
 		c.mu.Unlock()
 		<-p.done
 	}
-	if p.lead != nil {
-		c.lead(ctx, k, p.lead, run)
-	}
 	return p.out, p.err
 }
 
-// lead runs batch, whose first request is the caller's, hands the results
-// to the others, and passes the waiters on as the next batch. The round
-// trip does not end with the leader's context: the others depend on it,
-// and run bounds it by the decision timeout.
-func (c *coalescer) lead(ctx context.Context, k groupKey, batch []*pending, run runBatch) {
+// drive runs the batches of group k back to back, starting with batch,
+// until no caller is waiting. After each round trip it wakes the batch's
+// callers and yields once before it takes the next batch, so that callers
+// that were ready to ask again ride along instead of waiting a whole round
+// trip for the next one: a group commit, without a timer.
+func (c *coalescer) drive(ctx context.Context, k groupKey, batch []*pending, run runBatch) {
+	for {
+		c.runAndDeliver(ctx, k, batch, run)
+		runtime.Gosched()
+		if batch = c.next(k); batch == nil {
+			return
+		}
+	}
+}
+
+// runAndDeliver runs batch and hands every caller its result.
+func (c *coalescer) runAndDeliver(ctx context.Context, k groupKey, batch []*pending, run runBatch) {
 	ins := make([]slotRequest, len(batch))
 	for i, p := range batch {
 		ins[i] = p.in
 	}
-	outs, err := run(context.WithoutCancel(ctx), k, ins)
+	outs, err := run(ctx, k, ins)
 	for i, p := range batch {
 		p.err = err
 		if err == nil {
 			p.out = outs[i]
 		}
-		if i > 0 {
-			close(p.done)
-		}
+		close(p.done)
 	}
+}
 
+// next takes up to max waiting callers of group k as its next batch, or
+// ends the group when none is waiting.
+func (c *coalescer) next(k groupKey) []*pending {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	g := c.groups[k]
 	if len(g.waiting) == 0 {
 		delete(c.groups, k)
-		c.mu.Unlock()
-		return
+		g.waiting = g.waiting[:0]
+		c.spare = g
+		return nil
 	}
 	n := min(len(g.waiting), c.max)
 	next := g.waiting[:n:n]
 	g.waiting = slices.Clone(g.waiting[n:])
-	c.mu.Unlock()
-	next[0].lead = next
-	close(next[0].done)
+	return next
 }
 
 // runBatch decides the requests ins of group k in one round trip. Without

@@ -18,12 +18,11 @@
 --            its burst, and the reason to report when it refuses (1 for a
 --            boundary limit, 2 for an owner's share).
 --
--- Reply {granted, wait_us, reason, next_1, ..., next_L}: granted is the
--- number of tokens taken; when it is below want, wait_us is how long until
--- one more token could be taken and reason is the code of the limit that
--- decides it, or 3 when the boundary is paused by a cooldown (wait_us is
--- then the rest of the pause); both are 0 when every request was granted.
--- next_i is, for each limit, µs from now until its next token after the
+-- Reply {want} when every request was granted, else {granted, wait_us,
+-- reason, next_1, ..., next_L}: granted is the number of tokens taken,
+-- wait_us how long until one more could be taken and reason the code of
+-- the limit that decides it, or 3 when the boundary is paused by a
+-- cooldown (wait_us is then the rest of the pause). next_i is, for each limit, µs from now until its next token after the
 -- grant (negative when it is due already): a refused request j places
 -- itself at the latest of next_i + j*interval_i, as if the refused requests
 -- before it had queued.
@@ -66,27 +65,32 @@ local want = tonumber(ARGV[2])
 local granted = want
 local tats = {}
 for i = 2, #KEYS do
-  local interval = tonumber(ARGV[3 * i - 3])
-  local burst = tonumber(ARGV[3 * i - 2])
   -- A missing key (false) or a TAT in the past means a full bucket.
-  local tat = math.max(tonumber(vals[i]) or now, now)
+  local tat = tonumber(vals[i]) or now
+  if tat < now then tat = now end
   tats[i] = tat
-  local avail = math.floor((now - tat) / interval) + burst
+  local avail = math.floor((now - tat) / ARGV[3 * i - 3]) + ARGV[3 * i - 2]
   if avail < granted then granted = math.max(avail, 0) end
+end
+
+if granted > 0 then
+  for i = 2, #KEYS do
+    local tat = tats[i] + granted * ARGV[3 * i - 3]
+    tats[i] = tat
+    -- Once the TAT is in the past the key means the same as no key, so it
+    -- may expire then; the extra millisecond covers rounding to ms.
+    redis.call('SET', KEYS[i], tat, 'PX', math.ceil((tat - now) / 1000) + 1)
+  end
+  -- Every request granted, the common case: nothing more to say.
+  if granted == want then return {granted} end
 end
 
 local reply = {granted, 0, 0}
 for i = 2, #KEYS do
   local interval = tonumber(ARGV[3 * i - 3])
-  local tat = tats[i] + granted * interval
-  if granted > 0 then
-    -- Once the TAT is in the past the key means the same as no key, so it
-    -- may expire then; the extra millisecond covers rounding to ms.
-    redis.call('SET', KEYS[i], tat, 'PX', math.ceil((tat - now) / 1000) + 1)
-  end
-  local next = tat + interval - tonumber(ARGV[3 * i - 2]) * interval - now
+  local next = tats[i] + interval - ARGV[3 * i - 2] * interval - now
   reply[i + 2] = next
-  if granted < want and next > reply[2] then
+  if next > reply[2] then
     reply[2] = next
     reply[3] = tonumber(ARGV[3 * i - 1])
   end

@@ -59,6 +59,8 @@ type batcher struct {
 	coalescer
 	script *redis.Script
 	queue  *fairQueue // nil without the fair queue
+	// run is the limiter's runBatch, bound once rather than per decision.
+	run runBatch
 
 	// sleep is the waiting seam: ctxsleep.Sleep except in tests.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -135,7 +137,7 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 		if q != nil {
 			in.maxWait = max(deadline.Sub(now), 0)
 		}
-		res, err := b.decide(ctx, k, in, l.runBatch)
+		res, err := b.decide(ctx, k, in, b.run)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			// The caller gave up; that says nothing about Redis. A slot
 			// it was given is lost, which only ever costs throughput.

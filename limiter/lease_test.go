@@ -74,17 +74,22 @@ func TestPauses(t *testing.T) {
 }
 
 func TestParseDecision(t *testing.T) {
-	d, err := parseDecision([]any{int64(0), int64(1500), int64(reasonOwner), int64(-20), int64(1500)}, 2)
+	d, err := parseDecision([]any{int64(0), int64(1500), int64(reasonOwner), int64(-20), int64(1500)}, 1, 2)
 	if err != nil || d.granted != 0 || d.wait != 1500*time.Microsecond || d.reason != reasonOwner || len(d.next) != 2 {
 		t.Fatalf("got %+v %v", d, err)
 	}
-	for _, bad := range []any{nil, "x", []any{int64(1)}, []any{int64(1), "2", int64(3), int64(0)},
-		[]any{int64(0), int64(1), int64(1)}, // one limit missing
+	if d, err := parseDecision([]any{int64(3)}, 3, 1); err != nil || d.granted != 3 {
+		t.Fatalf("every request granted: got %+v %v", d, err)
+	}
+	for _, bad := range []any{nil, "x", []any{int64(0)}, []any{int64(2)}, []any{int64(1), "2", int64(3), int64(0)},
+		[]any{int64(1), int64(0), int64(0), int64(0)}, // granted all, but the long form
+		[]any{int64(9), int64(0), int64(0), int64(0)}, // more than asked
+		[]any{int64(0), int64(1), int64(1)},           // one limit missing
 		[]any{int64(-1), int64(0), int64(0), int64(0)},
 		[]any{int64(0), int64(-5), int64(1), int64(0)},
 		[]any{int64(0), int64(5), int64(1), int64(-maxWaitMicros - 1)},
 	} {
-		if _, err := parseDecision(bad, 1); !errors.Is(err, errReply) {
+		if _, err := parseDecision(bad, 1, 1); !errors.Is(err, errReply) {
 			t.Errorf("parseDecision(%v) = %v, want errReply", bad, err)
 		}
 	}
@@ -124,17 +129,17 @@ func FuzzParseDecision(f *testing.F) {
 		case 0:
 			v = []any{granted, wait, reason, wait - 7}
 		case 1:
-			v = []any{granted, wait}
+			v = []any{granted}
 		case 2:
 			v = []any{granted, "wait", reason, wait}
 		default:
 			v = wait
 		}
-		d, err := parseDecision(v, 1)
+		d, err := parseDecision(v, 3, 1)
 		if err != nil {
 			return
 		}
-		if d.wait < 0 || d.granted < 0 {
+		if d.wait < 0 || d.granted < 0 || d.granted > 3 {
 			t.Fatalf("parseDecision(%v) returned a negative wait or grant: %+v", v, d)
 		}
 		if w, _ := d.place(3, []limitArg{{interval: 1000, reason: reasonRate}}); w < 0 {

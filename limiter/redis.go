@@ -260,6 +260,9 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	if l.batch, err = newBatcher(cfg); err != nil {
 		return nil, err
 	}
+	if l.batch != nil {
+		l.batch.run = l.runBatch
+	}
 	return l, nil
 }
 
@@ -328,7 +331,7 @@ func (l *Redis) decideN(ctx context.Context, r Request, want int) (decision, err
 	if err != nil {
 		return decision{}, err
 	}
-	return parseDecision(reply, len(keys)-1)
+	return parseDecision(reply, want, len(keys)-1)
 }
 
 // refusal returns the Decision for a script's refusal of a request to

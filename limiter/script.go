@@ -21,8 +21,8 @@ var cooldownLua string
 // errReply reports a script reply of an unexpected shape.
 var errReply = errors.New("limiter: unexpected script reply")
 
-// decision is decide.lua's reply {granted, wait_us, reason, next_1, ...,
-// next_L}.
+// decision is decide.lua's reply: {granted} when it granted every
+// request, else {granted, wait_us, reason, next_1, ..., next_L}.
 type decision struct {
 	granted int64
 	// wait and reason are for the first request not granted; zero when
@@ -34,9 +34,15 @@ type decision struct {
 	next []any
 }
 
-// parseDecision reads decide.lua's reply for a call with nlim limits.
-func parseDecision(v any, nlim int) (decision, error) {
+// parseDecision reads decide.lua's reply to a call for want requests with
+// nlim limits.
+func parseDecision(v any, want, nlim int) (decision, error) {
 	vals, ok := v.([]any)
+	if ok && len(vals) == 1 {
+		if n, ok := vals[0].(int64); ok && n == int64(want) {
+			return decision{granted: n}, nil
+		}
+	}
 	if !ok || len(vals) != 3+nlim {
 		return decision{}, fmt.Errorf("%w: %v", errReply, v)
 	}
@@ -51,7 +57,7 @@ func parseDecision(v any, nlim int) (decision, error) {
 		}
 	}
 	d := decision{granted: vals[0].(int64), wait: time.Duration(vals[1].(int64)) * time.Microsecond, reason: vals[2].(int64), next: vals[3:]}
-	if d.granted < 0 || d.wait < 0 {
+	if d.granted < 0 || d.granted >= int64(want) || d.wait < 0 {
 		return decision{}, fmt.Errorf("%w: %v", errReply, v)
 	}
 	return d, nil
