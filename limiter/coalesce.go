@@ -2,19 +2,12 @@ package limiter
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"runtime"
 	"slices"
 	"sync"
 	"time"
 )
-
-// batchLua decides several requests of one boundary in one run; see the
-// comments at its top.
-//
-//go:embed batch.lua
-var batchLua string
 
 // defaultMaxBatch is the most decisions one round trip makes when
 // RedisConfig.MaxBatch is zero: far above the concurrency of one process on
@@ -32,7 +25,7 @@ type slotRequest struct {
 	weight int
 }
 
-// slotResult is batch.lua's answer for one request.
+// slotResult is the decision of one request of a batch.
 type slotResult struct {
 	granted bool
 	// wait: granted, until the slot; refused, until the request's place.
@@ -45,7 +38,7 @@ type slotResult struct {
 	depth int
 }
 
-// The reason code batch.lua adds to decide.lua's: the owner already holds
+// The reason code queue.lua adds to decide.lua's: the owner already holds
 // every slot its weight allows.
 const reasonQueue = 4
 
@@ -193,7 +186,7 @@ func (c *coalescer) next(k groupKey) []*pending {
 // runBatch decides the requests ins of group k in one round trip. Without
 // the fair queue every request is sent now or not at all, so decide.lua
 // decides them all from a count, however many there are (its reply does
-// not grow with them either); the fair queue needs batch.lua, which
+// not grow with them either); the fair queue needs queue.lua, which
 // reserves a slot per request.
 func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]slotResult, error) {
 	r := Request{Boundary: k.boundary, Owner: k.owner}
@@ -214,7 +207,7 @@ func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]
 	for _, in := range ins {
 		args = append(args, in.maxWait.Microseconds(), in.owner, in.weight)
 	}
-	reply, err := l.run(ctx, l.timeout, l.batch.script, keys, args)
+	reply, err := l.run(ctx, l.timeout, l.batch.queue.script, keys, args)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +236,7 @@ func (l *Redis) runCount(ctx context.Context, r Request, n int) ([]slotResult, e
 	return outs, nil
 }
 
-// parseBatch reads batch.lua's reply: Redis's now in µs, then five
+// parseBatch reads queue.lua's reply: Redis's now in µs, then five
 // integers per request.
 func parseBatch(v any, n int) (now int64, outs []slotResult, err error) {
 	vals, ok := v.([]any)
