@@ -88,6 +88,26 @@ func TestBatchTakesFromEveryLimit(t *testing.T) {
 	}
 }
 
+// TestBatchDuringCooldown: a count decided while the boundary is paused
+// refuses every request with the rest of the pause, not places one
+// interval apart.
+func TestBatchDuringCooldown(t *testing.T) {
+	clk := newRealFakeClock()
+	l := newClockedRedis(t, clk, RedisConfig{Limits: []Limit{PerSecond(10)}})
+	// The pause is stored against Redis TIME; the fake clock started at
+	// the real time (truncated to the second), so the rest of the pause
+	// it sees is within a second of 10s.
+	if err := l.Cooldown(context.Background(), "b", time.Now().Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	outs := batchOf(t, l, 3)
+	for j, o := range outs {
+		if o.granted || o.reason != reasonCooldown || o.wait != outs[0].wait || o.wait < 9*time.Second || o.wait > 11*time.Second {
+			t.Fatalf("request %d: %+v, want refused for the rest of the 10s pause like the others", j, o)
+		}
+	}
+}
+
 // gate is a go-redis hook that holds the first script run until released,
 // so a test can line callers up behind a round trip in flight. It counts
 // script runs.
