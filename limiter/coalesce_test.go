@@ -94,15 +94,15 @@ func TestBatchTakesFromEveryLimit(t *testing.T) {
 func TestBatchDuringCooldown(t *testing.T) {
 	clk := newRealFakeClock()
 	l := newClockedRedis(t, clk, RedisConfig{Limits: []Limit{PerSecond(10)}})
-	// The pause is stored against Redis TIME; the fake clock started at
-	// the real time (truncated to the second), so the rest of the pause
-	// it sees is within a second of 10s.
-	if err := l.Cooldown(context.Background(), "b", time.Now().Add(10*time.Second)); err != nil {
+	// The pause is stored as 10s added to Redis TIME; the fake clock
+	// started at the real time truncated to the second, so the rest of
+	// the pause it sees is 10s plus less than a second.
+	if err := l.Cooldown(context.Background(), "b", clk.Now().Add(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	outs := batchOf(t, l, 3)
 	for j, o := range outs {
-		if o.granted || o.reason != reasonCooldown || o.wait != outs[0].wait || o.wait < 9*time.Second || o.wait > 11*time.Second {
+		if o.granted || o.reason != reasonCooldown || o.wait != outs[0].wait || o.wait < 10*time.Second || o.wait > 11*time.Second {
 			t.Fatalf("request %d: %+v, want refused for the rest of the 10s pause like the others", j, o)
 		}
 	}
