@@ -2,18 +2,12 @@ package limiter
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
 )
-
-// batchLua decides several requests of one boundary in one run; see the
-// comments at its top.
-//
-//go:embed batch.lua
-var batchLua string
 
 // defaultMaxBatch is the most decisions one round trip makes when
 // RedisConfig.MaxBatch is zero: far above the concurrency of one process on
@@ -31,7 +25,7 @@ type slotRequest struct {
 	weight int
 }
 
-// slotResult is batch.lua's answer for one request.
+// slotResult is the decision of one request of a batch.
 type slotResult struct {
 	granted bool
 	// wait: granted, until the slot; refused, until the request's place.
@@ -44,22 +38,27 @@ type slotResult struct {
 	depth int
 }
 
-// The reason code batch.lua adds to decide.lua's: the owner already holds
+// The reason code queue.lua adds to decide.lua's: the owner already holds
 // every slot its weight allows.
 const reasonQueue = 4
 
 // coalescer makes concurrent decisions for one boundary share a round
-// trip. The first caller leads: it runs a batch of one at once. Callers
-// that arrive while a batch is in flight wait; when it returns, the leader
-// hands every waiter (up to max) to the first of them, which runs them as
-// the next batch. So there is at most one round trip in flight per group,
-// a lone caller pays exactly one round trip, and n concurrent callers pay
-// about two for all of them.
+// trip. The first caller leads: it runs a batch of one at once, in its own
+// goroutine. Callers that arrive while a batch is in flight wait; when it
+// returns, a driver goroutine takes every waiter (up to max) as the next
+// batch and runs round trips back to back, each for the callers that
+// arrived during the one before, until none is waiting. So there is at
+// most one round trip in flight per group, a lone caller pays exactly one
+// round trip and no goroutine, and n concurrent callers pay about two for
+// all of them.
 type coalescer struct {
 	// mu guards groups and every group's waiting list.
 	mu sync.Mutex
 	// groups holds a group while a round trip for it is in flight.
 	groups map[groupKey]*group
+	// spare is an ended group kept for the next, so that a lone caller's
+	// decisions allocate none.
+	spare *group
 
 	max int // immutable: the most requests in one batch
 }
@@ -75,13 +74,10 @@ type group struct {
 // pending is one caller's request in a coalescer.
 type pending struct {
 	in slotRequest
-	// done is closed when out and err are set, or lead is.
+	// done is closed when out and err are set.
 	done chan struct{}
 	out  slotResult
 	err  error
-	// lead, when set, is the batch this caller must run next; it starts
-	// with the caller itself.
-	lead []*pending
 }
 
 // runBatch makes the decisions of one batch in one round trip.
@@ -90,21 +86,35 @@ type runBatch func(ctx context.Context, k groupKey, ins []slotRequest) ([]slotRe
 // decide returns in's decision, made in a round trip shared with the other
 // callers of group k. When ctx ends while the request waits for a batch it
 // returns ctx.Err() and takes nothing; once its batch is in flight it waits
-// for that (bounded by the round trip's timeout), so a leader never leaves
-// the others without one.
+// for that (bounded by the round trip's timeout), so that every request of
+// a round trip gets its answer.
 func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run runBatch) (slotResult, error) {
-	p := &pending{in: in}
 	c.mu.Lock()
 	g, busy := c.groups[k]
 	if !busy {
 		if c.groups == nil {
 			c.groups = make(map[groupKey]*group)
 		}
-		c.groups[k] = &group{}
+		g, c.spare = c.spare, nil
+		if g == nil {
+			g = &group{}
+		}
+		c.groups[k] = g
 		c.mu.Unlock()
-		c.lead(ctx, k, []*pending{p}, run)
-		return p.out, p.err
+		// The round trip does not end with the leader's context: the
+		// callers that arrive meanwhile depend on the group going on,
+		// and run bounds it by the decision timeout.
+		ctx = context.WithoutCancel(ctx)
+		outs, err := run(ctx, k, []slotRequest{in})
+		if next := c.next(k); next != nil {
+			go c.drive(ctx, k, next, run)
+		}
+		if err != nil {
+			return slotResult{}, err
+		}
+		return outs[0], nil
 	}
+	p := &pending{in: in}
 	p.done = make(chan struct{})
 	g.waiting = append(g.waiting, p)
 	c.mu.Unlock()
@@ -121,73 +131,83 @@ func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run 
 		c.mu.Unlock()
 		<-p.done
 	}
-	if p.lead != nil {
-		c.lead(ctx, k, p.lead, run)
-	}
 	return p.out, p.err
 }
 
-// lead runs batch, whose first request is the caller's, hands the results
-// to the others, and passes the waiters on as the next batch. The round
-// trip does not end with the leader's context: the others depend on it,
-// and run bounds it by the decision timeout.
-func (c *coalescer) lead(ctx context.Context, k groupKey, batch []*pending, run runBatch) {
+// drive runs the batches of group k back to back, starting with batch,
+// until no caller is waiting. After each round trip it wakes the batch's
+// callers and yields once before it takes the next batch, so that callers
+// that were ready to ask again ride along instead of waiting a whole round
+// trip for the next one: a group commit, without a timer.
+func (c *coalescer) drive(ctx context.Context, k groupKey, batch []*pending, run runBatch) {
+	for {
+		c.runAndDeliver(ctx, k, batch, run)
+		runtime.Gosched()
+		if batch = c.next(k); batch == nil {
+			return
+		}
+	}
+}
+
+// runAndDeliver runs batch and hands every caller its result.
+func (c *coalescer) runAndDeliver(ctx context.Context, k groupKey, batch []*pending, run runBatch) {
 	ins := make([]slotRequest, len(batch))
 	for i, p := range batch {
 		ins[i] = p.in
 	}
-	outs, err := run(context.WithoutCancel(ctx), k, ins)
+	outs, err := run(ctx, k, ins)
 	for i, p := range batch {
 		p.err = err
 		if err == nil {
 			p.out = outs[i]
 		}
-		if i > 0 {
-			close(p.done)
-		}
+		close(p.done)
 	}
+}
 
+// next takes up to max waiting callers of group k as its next batch, or
+// ends the group when none is waiting.
+func (c *coalescer) next(k groupKey) []*pending {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	g := c.groups[k]
 	if len(g.waiting) == 0 {
 		delete(c.groups, k)
-		c.mu.Unlock()
-		return
+		g.waiting = g.waiting[:0]
+		c.spare = g
+		return nil
 	}
 	n := min(len(g.waiting), c.max)
 	next := g.waiting[:n:n]
 	g.waiting = slices.Clone(g.waiting[n:])
-	c.mu.Unlock()
-	next[0].lead = next
-	close(next[0].done)
+	return next
 }
 
-// runBatch runs batch.lua for the requests ins of group k.
+// runBatch decides the requests ins of group k in one round trip. Without
+// the fair queue every request is sent now or not at all, so decide.lua
+// decides them all from a count, however many there are (its reply does
+// not grow with them either); the fair queue needs queue.lua, which
+// reserves a slot per request.
 func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]slotResult, error) {
-	if len(ins) == 1 && l.batch.queue == nil && l.batch.scriptNow == nil {
-		return l.runOne(ctx, k)
+	r := Request{Boundary: k.boundary, Owner: k.owner}
+	if l.batch.queue == nil {
+		return l.runCount(ctx, r, len(ins))
 	}
 	// decisionCall gives the cooldown key, then every limit's key (the
-	// boundary's, then the owner's share), and after want their triples.
-	keys, limitArgs := l.decisionCall(Request{Boundary: k.boundary, Owner: k.owner}, 0)
-	limitArgs = limitArgs[1:]
-	lookahead := int64(-1)
-	if q := l.batch.queue; q != nil {
-		keys = append(keys[:len(keys):len(keys)], l.cache.get(k.boundary, l.buildKeys).base+queueSuffix)
-		lookahead = q.lookahead.Microseconds()
-	}
-	var clock int64
-	if l.batch.scriptNow != nil {
-		clock = l.batch.scriptNow().UnixMicro()
-	}
+	// boundary's, then the owner's share), and after the clock and want
+	// their triples.
+	keys, limitArgs := l.decisionCall(r, 0)
+	limitArgs = limitArgs[2:]
+	q := l.batch.queue
+	keys = append(keys[:len(keys):len(keys)], l.cache.get(k.boundary, l.buildKeys).base+queueSuffix)
 	args := make([]any, 0, 4+len(limitArgs)+3*len(ins))
-	args = append(args, clock, len(limitArgs)/3, lookahead)
+	args = append(args, l.scriptClock(), len(limitArgs)/3, q.lookahead.Microseconds())
 	args = append(args, limitArgs...)
 	args = append(args, len(ins))
 	for _, in := range ins {
 		args = append(args, in.maxWait.Microseconds(), in.owner, in.weight)
 	}
-	reply, err := l.run(ctx, l.timeout, l.batch.script, keys, args)
+	reply, err := l.run(ctx, l.timeout, l.batch.queue.script, keys, args)
 	if err != nil {
 		return nil, err
 	}
@@ -195,27 +215,28 @@ func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]
 	return outs, err
 }
 
-// runOne decides a batch of one without the fair queue with decide.lua: a
-// lone caller's decision is then as cheap as without coalescing. The two
-// scripts share the keys and the GCRA state (each limit's TAT), and each
-// runs atomically, so mixing them keeps every limit exact.
-func (l *Redis) runOne(ctx context.Context, k groupKey) ([]slotResult, error) {
-	keys, args := l.decisionCall(Request{Boundary: k.boundary, Owner: k.owner}, 1)
-	reply, err := l.run(ctx, l.timeout, l.decide, keys, args)
+// runCount decides n requests of r's boundary and owner that may not
+// wait, with decide.lua: the first it grants are granted, and each refused
+// one is told its own place.
+func (l *Redis) runCount(ctx context.Context, r Request, n int) ([]slotResult, error) {
+	d, err := l.decideN(ctx, r, n)
 	if err != nil {
 		return nil, err
 	}
-	granted, wait, reason, err := parseDecision(reply)
-	if err != nil {
-		return nil, err
+	outs := make([]slotResult, n)
+	limits := l.limits[:len(d.next)]
+	for j := range outs {
+		if int64(j) < d.granted {
+			outs[j].granted = true
+			continue
+		}
+		wait, reason := d.place(j-int(d.granted), limits)
+		outs[j] = slotResult{wait: wait, retry: wait, reason: reason}
 	}
-	if granted > 0 {
-		return []slotResult{{granted: true}}, nil
-	}
-	return []slotResult{{wait: wait, retry: wait, reason: reason}}, nil
+	return outs, nil
 }
 
-// parseBatch reads batch.lua's reply: Redis's now in µs, then five
+// parseBatch reads queue.lua's reply: Redis's now in µs, then five
 // integers per request.
 func parseBatch(v any, n int) (now int64, outs []slotResult, err error) {
 	vals, ok := v.([]any)

@@ -30,7 +30,7 @@ func newClockedRedis(t *testing.T, clk *fakeClock, cfg RedisConfig) *Redis {
 	if l.batch == nil {
 		t.Fatal("limiter does not batch")
 	}
-	l.now, l.batch.scriptNow, l.batch.sleep = clk.Now, clk.Now, clk.Sleep
+	l.now, l.scriptNow, l.batch.sleep = clk.Now, clk.Now, clk.Sleep
 	return l
 }
 
@@ -85,6 +85,26 @@ func TestBatchTakesFromEveryLimit(t *testing.T) {
 	}
 	if outs[1].granted || outs[1].wait != 500*time.Millisecond || outs[2].wait != time.Second {
 		t.Fatalf("refused requests: %+v %+v, want places at 500ms and 1s (the 2/s limit)", outs[1], outs[2])
+	}
+}
+
+// TestBatchDuringCooldown: a count decided while the boundary is paused
+// refuses every request with the rest of the pause, not places one
+// interval apart.
+func TestBatchDuringCooldown(t *testing.T) {
+	clk := newRealFakeClock()
+	l := newClockedRedis(t, clk, RedisConfig{Limits: []Limit{PerSecond(10)}})
+	// The pause is stored as 10s added to Redis TIME; the fake clock
+	// started at the real time truncated to the second, so the rest of
+	// the pause it sees is 10s plus less than a second.
+	if err := l.Cooldown(context.Background(), "b", clk.Now().Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	outs := batchOf(t, l, 3)
+	for j, o := range outs {
+		if o.granted || o.reason != reasonCooldown || o.wait != outs[0].wait || o.wait < 10*time.Second || o.wait > 11*time.Second {
+			t.Fatalf("request %d: %+v, want refused for the rest of the 10s pause like the others", j, o)
+		}
 	}
 }
 
@@ -155,13 +175,11 @@ func TestCoalescedRoundTrips(t *testing.T) {
 	g := newGate()
 	rdb.AddHook(g)
 	l := newTestRedis(t, rdb, redistest.Prefix(t), RedisConfig{Limits: []Limit{PerMinute(1).WithBurst(10)}})
-	// Both scripts loaded, so the count is of decisions, not of the one
-	// NOSCRIPT fallback each script pays once: the lone first caller runs
-	// decide.lua, the batch of the others batch.lua.
-	for _, sc := range []*redis.Script{l.batch.script, l.decide} {
-		if err := sc.Load(context.Background(), rdb).Err(); err != nil {
-			t.Fatal(err)
-		}
+	// The script loaded, so the count is of decisions, not of the one
+	// NOSCRIPT fallback it pays once: the lone first caller and then the
+	// batch of the others both run decide.lua.
+	if err := l.decide.Load(context.Background(), rdb).Err(); err != nil {
+		t.Fatal(err)
 	}
 	ds, errs := lineUp(t, l, g, 64, func(int) context.Context { return context.Background() })
 	allowed := 0

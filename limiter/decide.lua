@@ -1,33 +1,42 @@
--- decide.lua: one rate decision for one boundary, atomically. The
--- boundary's cooldown and every limit of the boundary (and of the owner's
--- share) are checked in one script run, and tokens are taken from all of
--- them or from none.
+-- decide.lua: the rate decisions of want requests for one boundary, each
+-- sent now or not at all, atomically. The boundary's cooldown and every
+-- limit of the boundary (and of the owner's share) are checked in one
+-- script run, and each granted request takes a token from all of them.
 --
 -- KEYS[1]    the boundary's cooldown: a string holding the end of the pause
 --            in microseconds of Redis TIME, expiring with the pause.
 -- KEYS[2..]  one string per limit (the boundary's, then the owner's share),
 --            holding the limit's theoretical arrival time (TAT) in
 --            microseconds of Redis TIME.
--- ARGV[1]    want: the most tokens to take (the lease size, or 1). At least
---            one must be available for anything to be taken.
--- ARGV[2..]  for each limit key, three values: its emission interval (us),
+-- ARGV[1]    the clock: 0 means Redis TIME; anything else is "now" in µs,
+--            which only tests send, to check the arithmetic against a fake
+--            clock.
+-- ARGV[2]    want: the number of requests (coalesced decisions), or the
+--            lease size. As many are granted as every limit has tokens
+--            for, in order: the first granted of them are granted.
+-- ARGV[3..]  for each limit key, three values: its emission interval (µs),
 --            its burst, and the reason to report when it refuses (1 for a
 --            boundary limit, 2 for an owner's share).
 --
--- Reply {granted, wait_us, reason}: granted is the number of tokens taken
--- (0 when refused); wait_us is how long until one token could be taken;
--- reason is the refusing limit's code, or 3 when the boundary is paused by
--- a cooldown.
+-- Reply {want} when every request was granted, else {granted, wait_us,
+-- reason, next_1, ..., next_L}: granted is the number of tokens taken,
+-- wait_us how long until one more could be taken and reason the code of
+-- the limit that decides it, or 3 when the boundary is paused by a
+-- cooldown (wait_us is then the rest of the pause). next_i is, for each limit, µs from now until its next token after the
+-- grant (negative when it is due already): a refused request j places
+-- itself at the latest of next_i + j*interval_i, as if the refused requests
+-- before it had queued.
 --
 -- GCRA: a limit with emission interval T and burst B allows k more requests
 -- now when tat + k*T - B*T <= now, where tat = max(stored TAT, now); taking
 -- them moves the TAT to tat + k*T. The condition is "<=", so a request
 -- exactly at the window edge is allowed: B requests at once, then one every
--- T, and never more than Rate+B-1 in any window of one Period.
+-- T, and never more than Rate+B-1 in any window of one Period. Granting k
+-- requests at once is the same as k decisions in a row.
 --
 -- Three commands for one limit (TIME, MGET, SET), so that the server,
 -- which runs scripts one at a time, spends as little as possible on each
--- decision.
+-- round trip, however many requests it decides.
 
 -- Writes after TIME need effects replication, the default since Redis 5;
 -- older servers need to be asked for it.
@@ -38,44 +47,53 @@ if redis.replicate_commands then redis.replicate_commands() end
 -- are whole microseconds every value below is an exact integer too. Only
 -- tostring() would lose digits (it prints 14); redis.call() arguments are
 -- converted with full precision.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = tonumber(ARGV[1])
+if now == 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
 
 local vals = redis.call('MGET', unpack(KEYS))
 local pause_end = tonumber(vals[1])
 if pause_end and pause_end > now then
-  return {0, pause_end - now, 3}
+  local reply = {0, pause_end - now, 3}
+  for i = 2, #KEYS do reply[i + 2] = pause_end - now end
+  return reply
 end
 
-local want = tonumber(ARGV[1])
+local want = tonumber(ARGV[2])
 local granted = want
-local wait, reason = 0, 0
-local tats = {}
+-- vals[i] becomes limit i's TAT: reusing the table spares the server an
+-- allocation on every decision.
 for i = 2, #KEYS do
-  local interval = tonumber(ARGV[3 * i - 4])
-  local burst = tonumber(ARGV[3 * i - 3])
   -- A missing key (false) or a TAT in the past means a full bucket.
-  local tat = math.max(tonumber(vals[i]) or now, now)
-  tats[i] = tat
-  local avail = math.floor((now - tat) / interval) + burst
-  if avail < granted then granted = avail end
-  if avail < 1 then
-    local w = tat + interval - burst * interval - now
-    if w > wait then
-      wait = w
-      reason = tonumber(ARGV[3 * i - 2])
-    end
+  local tat = tonumber(vals[i]) or now
+  if tat < now then tat = now end
+  vals[i] = tat
+  local avail = math.floor((now - tat) / ARGV[3 * i - 3]) + ARGV[3 * i - 2]
+  if avail < granted then granted = math.max(avail, 0) end
+end
+
+if granted > 0 then
+  for i = 2, #KEYS do
+    local tat = vals[i] + granted * ARGV[3 * i - 3]
+    vals[i] = tat
+    -- Once the TAT is in the past the key means the same as no key, so it
+    -- may expire then; the extra millisecond covers rounding to ms.
+    redis.call('SET', KEYS[i], tat, 'PX', math.ceil((tat - now) / 1000) + 1)
+  end
+  -- Every request granted, the common case: nothing more to say.
+  if granted == want then return {granted} end
+end
+
+local reply = {granted, 0, 0}
+for i = 2, #KEYS do
+  local interval = tonumber(ARGV[3 * i - 3])
+  local next = vals[i] + interval - ARGV[3 * i - 2] * interval - now
+  reply[i + 2] = next
+  if next > reply[2] then
+    reply[2] = next
+    reply[3] = tonumber(ARGV[3 * i - 1])
   end
 end
-
-if granted < 1 then
-  return {0, wait, reason}
-end
-
-for i = 2, #KEYS do
-  local new_tat = tats[i] + granted * tonumber(ARGV[3 * i - 4])
-  -- Once the TAT is in the past the key means the same as no key, so it
-  -- may expire then; the extra millisecond covers rounding to ms.
-  redis.call('SET', KEYS[i], new_tat, 'PX', math.ceil((new_tat - now) / 1000) + 1)
-end
-return {granted, 0, 0}
+return reply

@@ -70,8 +70,12 @@
 // once, each with its own Decision and RetryAfter (its place behind the
 // requests refused before it). It is exact, unlike leasing: tokens are
 // taken when granted, so no window sees more than the limit grants. A lone
-// caller pays one round trip as before; n concurrent callers pay about two.
-// RedisConfig.MaxBatch bounds a batch (256); 1 turns coalescing off.
+// caller pays one round trip as before, in its own goroutine; while
+// callers keep arriving, one goroutine per boundary runs the round trips
+// back to back and yields once before each, so that callers ready to ask
+// again join it (a group commit, with no timer): n concurrent callers pay
+// one or two round trips for all of them. RedisConfig.MaxBatch bounds a
+// batch (256); 1 turns coalescing off.
 //
 // # Fairness
 //

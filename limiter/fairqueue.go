@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"sync"
 	"time"
@@ -50,6 +51,12 @@ const (
 	defaultQueueLookahead = 50 * time.Millisecond
 )
 
+// queueLua decides several requests of one boundary in the fair queue;
+// see the comments at its top.
+//
+//go:embed queue.lua
+var queueLua string
+
 // queueSuffix names the fair queue's hash after a boundary's key base.
 const queueSuffix = "q"
 
@@ -57,11 +64,10 @@ const queueSuffix = "q"
 // optionally, queue them fairly.
 type batcher struct {
 	coalescer
-	script *redis.Script
-	queue  *fairQueue // nil without the fair queue
+	queue *fairQueue // nil without the fair queue
+	// run is the limiter's runBatch, bound once rather than per decision.
+	run runBatch
 
-	// scriptNow is the script's clock seam: nil means Redis TIME.
-	scriptNow func() time.Time
 	// sleep is the waiting seam: ctxsleep.Sleep except in tests.
 	sleep func(ctx context.Context, d time.Duration) error
 }
@@ -73,6 +79,7 @@ type fairQueue struct {
 	mu      sync.Mutex
 	waiting map[string]int // owner -> requests of this process waiting for a place
 
+	script    *redis.Script // queue.lua
 	weights   map[string]int
 	maxWait   time.Duration
 	lookahead time.Duration
@@ -93,7 +100,6 @@ func newBatcher(cfg RedisConfig) (*batcher, error) {
 	}
 	b := &batcher{
 		coalescer: coalescer{max: cmp0(cfg.MaxBatch, defaultMaxBatch)},
-		script:    redis.NewScript(batchLua),
 		sleep:     ctxsleep.Sleep,
 	}
 	if q := cfg.Queue; q != nil {
@@ -106,6 +112,7 @@ func newBatcher(cfg RedisConfig) (*batcher, error) {
 			}
 		}
 		b.queue = &fairQueue{
+			script:    redis.NewScript(queueLua),
 			waiting:   make(map[string]int),
 			weights:   q.Weights,
 			maxWait:   cmp0(q.MaxWait, defaultQueueMaxWait),
@@ -137,7 +144,7 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 		if q != nil {
 			in.maxWait = max(deadline.Sub(now), 0)
 		}
-		res, err := b.decide(ctx, k, in, l.runBatch)
+		res, err := b.decide(ctx, k, in, b.run)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			// The caller gave up; that says nothing about Redis. A slot
 			// it was given is lost, which only ever costs throughput.

@@ -63,7 +63,7 @@ func FuzzLimitSpec(f *testing.F) {
 	})
 }
 
-// FuzzParseBatch: whatever batch.lua's reply looks like, parseBatch
+// FuzzParseBatch: whatever queue.lua's reply looks like, parseBatch
 // returns results within range or an error, never a panic.
 func FuzzParseBatch(f *testing.F) {
 	f.Add(int64(1), int64(1), int64(0), int64(0), int64(0), int64(0), 1)

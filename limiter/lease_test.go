@@ -74,19 +74,50 @@ func TestPauses(t *testing.T) {
 }
 
 func TestParseDecision(t *testing.T) {
-	granted, wait, reason, err := parseDecision([]any{int64(0), int64(1500), int64(reasonOwner)})
-	if err != nil || granted != 0 || wait != 1500*time.Microsecond || reason != reasonOwner {
-		t.Fatalf("got %v %v %v %v", granted, wait, reason, err)
+	d, err := parseDecision([]any{int64(0), int64(1500), int64(reasonOwner), int64(-20), int64(1500)}, 1, 2)
+	if err != nil || d.granted != 0 || d.wait != 1500*time.Microsecond || d.reason != reasonOwner || len(d.next) != 2 {
+		t.Fatalf("got %+v %v", d, err)
 	}
-	for _, bad := range []any{nil, "x", []any{int64(1)}, []any{int64(1), "2", int64(3)}} {
-		if _, _, _, err := parseDecision(bad); !errors.Is(err, errReply) {
+	if d, err := parseDecision([]any{int64(3)}, 3, 1); err != nil || d.granted != 3 {
+		t.Fatalf("every request granted: got %+v %v", d, err)
+	}
+	for _, bad := range []any{nil, "x", []any{int64(0)}, []any{int64(2)}, []any{int64(1), "2", int64(3), int64(0)},
+		[]any{int64(1), int64(0), int64(0), int64(0)}, // granted all, but the long form
+		[]any{int64(9), int64(0), int64(0), int64(0)}, // more than asked
+		[]any{int64(0), int64(1), int64(1)},           // one limit missing
+		[]any{int64(-1), int64(0), int64(0), int64(0)},
+		[]any{int64(0), int64(-5), int64(1), int64(0)},
+		[]any{int64(0), int64(5), int64(1), int64(-maxWaitMicros - 1)},
+	} {
+		if _, err := parseDecision(bad, 1, 1); !errors.Is(err, errReply) {
 			t.Errorf("parseDecision(%v) = %v, want errReply", bad, err)
 		}
 	}
 }
 
+// TestDecisionPlace: the j-th refused request of a count is placed j of
+// the deciding limit's intervals after the first, and the limit that
+// decides may change with j.
+func TestDecisionPlace(t *testing.T) {
+	limits := []limitArg{{interval: 100, reason: reasonRate}, {interval: 500, reason: reasonOwner}}
+	d := decision{wait: 300 * time.Microsecond, reason: reasonRate, next: []any{int64(300), int64(-90)}}
+	for j, want := range []struct {
+		wait   time.Duration
+		reason int64
+	}{{300, reasonRate}, {410, reasonOwner}, {910, reasonOwner}} {
+		w, r := d.place(j, limits)
+		if w != want.wait*time.Microsecond || r != want.reason {
+			t.Errorf("place(%d) = %v %d, want %v %d", j, w, r, want.wait*time.Microsecond, want.reason)
+		}
+	}
+	cool := decision{wait: time.Second, reason: reasonCooldown, next: []any{int64(1e6), int64(1e6)}}
+	if w, r := cool.place(5, limits); w != time.Second || r != reasonCooldown {
+		t.Errorf("cooldown place(5) = %v %d, want the pause for every request", w, r)
+	}
+}
+
 // FuzzParseDecision: whatever the script or a mismatched server replies,
-// parseDecision returns an error or a decision with a wait that is not
+// parseDecision returns an error or a decision whose waits are not
 // negative, and never panics.
 func FuzzParseDecision(f *testing.F) {
 	f.Add(int64(1), int64(0), int64(0), uint8(0))
@@ -96,17 +127,23 @@ func FuzzParseDecision(f *testing.F) {
 		var v any
 		switch shape % 4 {
 		case 0:
-			v = []any{granted, wait, reason}
+			v = []any{granted, wait, reason, wait - 7}
 		case 1:
-			v = []any{granted, wait}
+			v = []any{granted}
 		case 2:
-			v = []any{granted, "wait", reason}
+			v = []any{granted, "wait", reason, wait}
 		default:
 			v = wait
 		}
-		_, d, _, err := parseDecision(v)
-		if err == nil && d < 0 {
-			t.Fatalf("parseDecision(%v) returned a negative wait %v", v, d)
+		d, err := parseDecision(v, 3, 1)
+		if err != nil {
+			return
+		}
+		if d.wait < 0 || d.granted < 0 || d.granted > 3 {
+			t.Fatalf("parseDecision(%v) returned a negative wait or grant: %+v", v, d)
+		}
+		if w, _ := d.place(3, []limitArg{{interval: 1000, reason: reasonRate}}); w < 0 {
+			t.Fatalf("place of %+v is negative: %v", d, w)
 		}
 	})
 }

@@ -149,6 +149,9 @@ type Redis struct {
 	boundaryArgs []any
 	ownerKeys    []string
 	ownerArgs    []any
+	// limits describes each limit in the order of a decision's keys: the
+	// boundary's, then the owner's share.
+	limits []limitArg
 
 	timeout         time.Duration
 	cooldownTimeout time.Duration
@@ -167,6 +170,23 @@ type Redis struct {
 
 	// now is the clock seam: time.Now except in tests.
 	now func() time.Time
+	// scriptNow is the scripts' clock seam: nil means Redis TIME.
+	scriptNow func() time.Time
+}
+
+// limitArg is what the Go side needs of a limit to read a script's reply.
+type limitArg struct {
+	interval int64 // µs
+	reason   int64
+}
+
+// scriptClock returns the clock argument of a script: 0 for Redis TIME,
+// else the test clock's now in µs.
+func (l *Redis) scriptClock() int64 {
+	if l.scriptNow == nil {
+		return 0
+	}
+	return l.scriptNow().UnixMicro()
 }
 
 // NewRedis returns a Redis limiter using rdb. It fails with
@@ -215,10 +235,12 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	for _, s := range bspecs {
 		l.boundaryKeys = append(l.boundaryKeys, rateSuffix+s.field())
 		l.boundaryArgs = append(l.boundaryArgs, s.interval, s.burst, reasonRate)
+		l.limits = append(l.limits, limitArg{interval: s.interval, reason: reasonRate})
 	}
 	for _, s := range ospecs {
 		l.ownerKeys = append(l.ownerKeys, ":"+s.field())
 		l.ownerArgs = append(l.ownerArgs, s.interval, s.burst, reasonOwner)
+		l.limits = append(l.limits, limitArg{interval: s.interval, reason: reasonOwner})
 	}
 	if cfg.OnUnavailable == FailOpen {
 		// The fallback holds FallbackShare of each limit, and the owner's
@@ -237,6 +259,9 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	}
 	if l.batch, err = newBatcher(cfg); err != nil {
 		return nil, err
+	}
+	if l.batch != nil {
+		l.batch.run = l.runBatch
 	}
 	return l, nil
 }
@@ -273,35 +298,40 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 		return l.allowBatched(ctx, r, now)
 	}
 
+	// Without coalescing a decision is for one request, or takes a lease.
 	want := 1
 	if l.leases != nil {
 		want = l.lease
 	}
-	keys, args := l.decisionCall(r, want)
-	reply, err := l.run(ctx, l.timeout, l.decide, keys, args)
+	d, err := l.decideN(ctx, r, want)
 	if err != nil && ctx.Err() != nil {
 		// The caller gave up; that says nothing about Redis.
 		return Decision{}, ctx.Err()
-	}
-	var granted, reason int64
-	var wait time.Duration
-	if err == nil {
-		// A reply of the wrong shape (a proxy in the way, a foreign script
-		// under the same SHA) is a store that cannot decide, like a timeout.
-		granted, wait, reason, err = parseDecision(reply)
 	}
 	if err != nil {
 		l.health.Failed(l.now(), err)
 		return l.unavailable(r, now, err)
 	}
 	l.health.Succeeded()
-	if granted > 0 {
+	if d.granted > 0 {
 		if l.leases != nil {
-			l.leases.put(lk, int(granted-1), now)
+			l.leases.put(lk, int(d.granted-1), now)
 		}
 		return Decision{Allowed: true}, nil
 	}
-	return l.refusal(r.Boundary, wait, reason), nil
+	return l.refusal(r.Boundary, d.wait, d.reason), nil
+}
+
+// decideN runs decide.lua for want requests of r's boundary and owner. A
+// reply of the wrong shape (a proxy in the way, a foreign script under the
+// same SHA) is an error, a store that cannot decide, like a timeout.
+func (l *Redis) decideN(ctx context.Context, r Request, want int) (decision, error) {
+	keys, args := l.decisionCall(r, want)
+	reply, err := l.run(ctx, l.timeout, l.decide, keys, args)
+	if err != nil {
+		return decision{}, err
+	}
+	return parseDecision(reply, want, len(keys)-1)
 }
 
 // refusal returns the Decision for a script's refusal of a request to
@@ -326,12 +356,13 @@ func (l *Redis) refusal(boundary string, wait time.Duration, reason int64) Decis
 	return d
 }
 
-// decisionCall returns the keys and arguments of decide.lua for r.
+// decisionCall returns the keys and arguments of decide.lua for want
+// requests of r's boundary and owner.
 func (l *Redis) decisionCall(r Request, want int) ([]string, []any) {
 	bk := l.cache.get(r.Boundary, l.buildKeys)
 	keys := bk.keys
-	args := make([]any, 0, 1+len(l.boundaryArgs)+len(l.ownerArgs))
-	args = append(args, want)
+	args := make([]any, 0, 2+len(l.boundaryArgs)+len(l.ownerArgs))
+	args = append(args, l.scriptClock(), want)
 	args = append(args, l.boundaryArgs...)
 	if l.ownerKeys != nil && r.Owner != "" {
 		keys = make([]string, len(bk.keys), len(bk.keys)+len(l.ownerKeys))

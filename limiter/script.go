@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -20,24 +21,64 @@ var cooldownLua string
 // errReply reports a script reply of an unexpected shape.
 var errReply = errors.New("limiter: unexpected script reply")
 
-// parseDecision reads decide.lua's reply {granted, wait_us, reason}.
-func parseDecision(v any) (granted int64, wait time.Duration, reason int64, err error) {
+// decision is decide.lua's reply: {granted} when it granted every
+// request, else {granted, wait_us, reason, next_1, ..., next_L}.
+type decision struct {
+	granted int64
+	// wait and reason are for the first request not granted; zero when
+	// every request was granted.
+	wait   time.Duration
+	reason int64
+	// next holds, per limit, µs until its next token after the grant;
+	// see decide.lua. It shares the reply's backing array.
+	next []any
+}
+
+// parseDecision reads decide.lua's reply to a call for want requests with
+// nlim limits.
+func parseDecision(v any, want, nlim int) (decision, error) {
 	vals, ok := v.([]any)
-	if !ok || len(vals) != 3 {
-		return 0, 0, 0, fmt.Errorf("%w: %v", errReply, v)
-	}
-	var n [3]int64
-	for i, x := range vals {
-		if n[i], ok = x.(int64); !ok {
-			return 0, 0, 0, fmt.Errorf("%w: %v", errReply, v)
+	if ok && len(vals) == 1 {
+		if n, ok := vals[0].(int64); ok && n == int64(want) {
+			return decision{granted: n}, nil
 		}
 	}
-	// A wait that is negative, or too long to be a duration, is not a
-	// reply this script gives: treat it as a broken reply, not as data.
-	if n[1] < 0 || n[1] > maxWaitMicros {
-		return 0, 0, 0, fmt.Errorf("%w: wait %dµs out of range", errReply, n[1])
+	if !ok || len(vals) != 3+nlim {
+		return decision{}, fmt.Errorf("%w: %v", errReply, v)
 	}
-	return n[0], time.Duration(n[1]) * time.Microsecond, n[2], nil
+	for _, x := range vals {
+		n, ok := x.(int64)
+		// A wait that is negative, or too long to be a duration, is not a
+		// reply this script gives: treat it as a broken reply, not as data.
+		// A limit's next token may be due already (negative), but never
+		// further than a wait.
+		if !ok || n < -maxWaitMicros || n > maxWaitMicros {
+			return decision{}, fmt.Errorf("%w: %v", errReply, v)
+		}
+	}
+	d := decision{granted: vals[0].(int64), wait: time.Duration(vals[1].(int64)) * time.Microsecond, reason: vals[2].(int64), next: vals[3:]}
+	if d.granted < 0 || d.granted >= int64(want) || d.wait < 0 {
+		return decision{}, fmt.Errorf("%w: %v", errReply, v)
+	}
+	return d, nil
+}
+
+// place returns the wait and the reason of the j-th request (from 0)
+// among those the decision refused: as if the refused requests before it
+// had queued, at the latest of each limit's next token plus j of its
+// intervals. limits holds each limit's interval (µs) and reason code, in
+// the order of the keys.
+func (d decision) place(j int, limits []limitArg) (time.Duration, int64) {
+	if d.reason == reasonCooldown || j == 0 {
+		return d.wait, d.reason
+	}
+	var at, reason int64 = math.MinInt64, d.reason
+	for i, x := range d.next {
+		if p := x.(int64) + int64(j)*limits[i].interval; p > at {
+			at, reason = p, limits[i].reason
+		}
+	}
+	return time.Duration(max(at, 0)) * time.Microsecond, reason
 }
 
 // maxWaitMicros bounds a wait in a reply: a year, far beyond any limit's

@@ -1,11 +1,12 @@
--- batch.lua: the decisions of several requests for one boundary, in one
--- script run. Requests are decided in the order given; each either gets a
--- slot (a token taken from every limit, due now or, with the fair queue,
--- up to its deadline later) or is refused and told its place.
+-- queue.lua: the fair queue's decisions of several requests for one
+-- boundary, in one script run. Requests are decided in the order given;
+-- each either gets a slot (a token taken from every limit, due now or up to
+-- its deadline later) or is refused and told its place. (Without the queue
+-- every request is sent now or never, and decide.lua decides a count.)
 --
 -- KEYS[1]        the boundary's cooldown (see decide.lua).
 -- KEYS[2..L+1]   one string per limit holding its TAT (see decide.lua).
--- KEYS[L+2]      with the fair queue only: a hash, one field per owner
+-- KEYS[L+2]      the queue: a hash, one field per owner
 --                holding the slots (µs of Redis TIME, comma-separated) it
 --                has reserved and not yet reached, after the latest it
 --                reached within the lookahead.
@@ -13,9 +14,8 @@
 --                µs, which only tests send, so that queue order can be
 --                checked against a fake clock.
 -- ARGV[2]        L, the number of limits.
--- ARGV[3]        without the fair queue, -1; with it (KEYS[L+2]), how far
---                ahead of now (µs) an owner alone may hold slots beyond
---                its weight.
+-- ARGV[3]        how far ahead of now (µs) an owner alone may hold slots
+--                beyond its weight.
 -- ARGV[4..]      for each limit: emission interval (µs), burst, reason code
 --                (as in decide.lua).
 -- then           n, the number of requests, and for each request three
@@ -60,7 +60,6 @@ if now == 0 then
 end
 local nlim = tonumber(ARGV[2])
 local lookahead = tonumber(ARGV[3])
-local fair = lookahead >= 0
 local at = 4 + 3 * nlim
 local n = tonumber(ARGV[at])
 local reply = {now}
@@ -90,7 +89,7 @@ end
 -- within the lookahead (recent: an owner is alone only if no other is).
 local q, passed, active, recent, dirty = {}, {}, 0, 0, false
 local qkey = KEYS[nlim + 2]
-if fair then
+do
   local all = redis.call('HGETALL', qkey)
   for k = 1, #all, 2 do
     local owner, slots = all[k], {}
@@ -123,14 +122,11 @@ for j = 1, n do
     s = s + refused * T[i]
     if s > place then place = s; reason = R[i] end
   end
-  local mine
-  if fair then
-    mine = q[owner]
-    if not mine then mine = {}; q[owner] = mine end
-  end
+  local mine = q[owner]
+  if not mine then mine = {}; q[owner] = mine end
   local r
-  local full = mine and #mine >= weight
-  local me = (mine and (#mine > 0 or passed[owner])) and 1 or 0
+  local full = #mine >= weight
+  local me = (#mine > 0 or passed[owner]) and 1 or 0
   if full and recent == me and slot <= now + math.min(lookahead, maxwait) then
     full = false -- alone: keep the boundary busy
   end
@@ -147,20 +143,18 @@ for j = 1, n do
     -- request when it is sent, at the slot.
     for i = 1, nlim do tat[i] = math.max(tat[i], slot) + T[i] end
     taken = taken + 1
-    if mine then
-      if me == 0 then recent = recent + 1 end
-      if slot > now then
-        if #mine == 0 then active = active + 1 end
-        mine[#mine + 1] = slot
-      else
-        passed[owner] = slot
-      end
-      dirty = true
+    if me == 0 then recent = recent + 1 end
+    if slot > now then
+      if #mine == 0 then active = active + 1 end
+      mine[#mine + 1] = slot
+    else
+      passed[owner] = slot
     end
-    r = {1, slot - now, 0, 0, mine and #mine or 0}
+    dirty = true
+    r = {1, slot - now, 0, 0, #mine}
   else
     refused = refused + 1
-    r = {0, place - now, place - now, reason, mine and #mine or 0}
+    r = {0, place - now, place - now, reason, #mine}
   end
   for _, v in ipairs(r) do reply[#reply + 1] = v end
 end
