@@ -99,16 +99,30 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	// was written; only a trace tells that the first write happened when
 	// the re-send then fails to dial. A ledger call needs the fact too.
 	traced := !idempotent || ledgered || keyed
+	repeatable := idempotent || src == keyCaller || (src == keyAction && !t.cfg.OmitKey) ||
+		(src == keyGenerated && t.cfg.KeysHonoured && !t.cfg.OmitKey)
+	var deadline time.Time
+	if dl, ok := req.Context().Deadline(); ok {
+		deadline = dl
+	}
+	if t.cfg.Deadline > 0 {
+		if dl := t.clock.Now().Add(t.cfg.Deadline); deadline.IsZero() || dl.Before(deadline) {
+			deadline = dl
+		}
+	}
+	// The call is filled in as it is allocated, which spares the GC's
+	// write barrier its fields.
+	proto := call{t: t, req: req, header: req.Header, dest: t.cfg.Destination(req), deadline: deadline,
+		out: Outcome{Key: key, Route: t.route}, repeatable: repeatable, traced: traced}
 	var c *call
 	if traced {
-		tc := &tracedCall{}
+		tc := &tracedCall{call: proto}
 		c = &tc.call
 		c.first = &tc.first
 	} else {
 		c = &call{}
+		*c = proto
 	}
-	c.t, c.req, c.header, c.traced, c.dest = t, req, req.Header, traced, t.cfg.Destination(req)
-	c.out.Key, c.out.Route = key, t.route
 	switch {
 	case sendsKey:
 		c.setKey(key, replaced)
@@ -120,7 +134,8 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 		c.header, c.headerCopied = http.Header{}, true
 	}
 	if ledgered {
-		c.led = &ledgerGate{key: action, cfg: &t.cfg, caller: req, route: t.route, keyed: keyed}
+		c.led = &ledgerGate{key: action, cfg: &t.cfg, caller: req, route: t.route, keyed: keyed,
+			deadline: deadline, clock: t.clock}
 	}
 	if t.cfg.Limiter != nil {
 		// The tenant of the action is the limiter's owner, for its
@@ -128,21 +143,8 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 		c.limit = &limitGate{lim: t.cfg.Limiter, req: limiter.Request{Boundary: t.cfg.Boundary(req), Owner: action.Tenant},
 			caller: req, route: t.route, clock: t.clock, maxWait: t.cfg.MaxWait, observer: &t.cfg.Observer}
 	}
-	c.repeatable = idempotent || src == keyCaller || (src == keyAction && !t.cfg.OmitKey) ||
-		(src == keyGenerated && t.cfg.KeysHonoured && !t.cfg.OmitKey)
 	if c.body, err = prepareBody(req, t.cfg.MaxBodyBuffer); err != nil {
 		return nil, err
-	}
-	if dl, ok := req.Context().Deadline(); ok {
-		c.deadline = dl
-	}
-	if t.cfg.Deadline > 0 {
-		if dl := t.clock.Now().Add(t.cfg.Deadline); c.deadline.IsZero() || dl.Before(c.deadline) {
-			c.deadline = dl
-		}
-	}
-	if c.led != nil {
-		c.led.deadline, c.led.clock = c.deadline, t.clock
 	}
 	return c, nil
 }

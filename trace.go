@@ -20,16 +20,17 @@ type attemptTrace struct {
 	ctx   traceContext
 }
 
-// context returns ctx with the attempt's trace. When ctx carries no trace
+// context returns ctx with the attempt's trace; it is called once, on a
+// new attemptTrace. When ctx carries no trace
 // already, that context is tr's own (see traceContext); otherwise
 // httptrace.WithClientTrace composes the caller's trace with the attempt's,
 // so that both see every event.
 func (tr *attemptTrace) context(ctx context.Context) context.Context {
-	tr.hooks = httptrace.ClientTrace{
-		GetConn:      func(string) { tr.started.Store(true) },
-		GotConn:      func(httptrace.GotConnInfo) { tr.connected.Store(true) },
-		WroteRequest: func(httptrace.WroteRequestInfo) { tr.writes.Add(1) },
-	}
+	// Field by field: tr is new, and writing the whole ClientTrace would
+	// pass all of its sixteen hooks through the GC's write barrier.
+	tr.hooks.GetConn = func(string) { tr.started.Store(true) }
+	tr.hooks.GotConn = func(httptrace.GotConnInfo) { tr.connected.Store(true) }
+	tr.hooks.WroteRequest = func(httptrace.WroteRequestInfo) { tr.writes.Add(1) }
 	if httptrace.ContextClientTrace(ctx) != nil {
 		return httptrace.WithClientTrace(ctx, &tr.hooks)
 	}
