@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 )
 
 // keyLen is the length of a generated key: a UUID in its text form.
@@ -15,32 +16,49 @@ const keysPerBatch = 16
 
 // keyMint hands out the random keys of calls that carry none (see
 // resolveKey). It makes them keysPerBatch at a time, in one string, so that
-// a key costs a sixteenth of an allocation; a key kept after its call keeps
-// its batch, under 600 bytes, alive. The randomness comes from a ChaCha8
-// generator, cryptographically strong, seeded from crypto/rand: a key must
-// be unique and unguessable, and crypto/rand costs five times as much per
-// byte.
+// a key costs an eighth of an allocation, and hands them out without a
+// lock, so that concurrent calls do not queue for their keys; a key kept
+// after its call keeps its batch, under 600 bytes, alive. The randomness
+// comes from a ChaCha8 generator, cryptographically strong, seeded from
+// crypto/rand: a key must be unique and unguessable, and crypto/rand costs
+// five times as much per byte.
 type keyMint struct {
-	mu   sync.Mutex    // guards keys and rng
-	keys string        // keys not handed out yet, keyLen bytes each
-	rng  *rand.ChaCha8 // nil until the first key
+	mu    sync.Mutex               // guards rng
+	rng   *rand.ChaCha8            // nil until the first batch
+	batch atomic.Pointer[keyBatch] // the batch keys are taken from; nil at first
 }
 
-// key returns a fresh key, never handed out before.
+// keyBatch is keysPerBatch keys, of which the first taken were handed out.
+type keyBatch struct {
+	keys  string
+	taken atomic.Int32
+}
+
+// key returns a fresh key, never handed out before. When the batch is used
+// up, the call makes the next one; calls that find it used up together each
+// make one, and the keys left in all but the last are never used.
 func (m *keyMint) key() string {
+	if b := m.batch.Load(); b != nil {
+		if i := int(b.taken.Add(1)) - 1; i < keysPerBatch {
+			return b.keys[i*keyLen : (i+1)*keyLen]
+		}
+	}
+	b := &keyBatch{keys: m.newBatch()}
+	b.taken.Store(1)
+	m.batch.Store(b)
+	return b.keys[:keyLen]
+}
+
+// newBatch returns a new batch of keys from the mint's generator.
+func (m *keyMint) newBatch() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.keys) < keyLen {
-		if m.rng == nil {
-			var seed [32]byte
-			crand.Read(seed[:]) // never fails: crypto/rand crashes the program instead
-			m.rng = rand.NewChaCha8(seed)
-		}
-		m.keys = newKeys(m.rng)
+	if m.rng == nil {
+		var seed [32]byte
+		crand.Read(seed[:]) // never fails: crypto/rand crashes the program instead
+		m.rng = rand.NewChaCha8(seed)
 	}
-	k := m.keys[:keyLen]
-	m.keys = m.keys[keyLen:]
-	return k
+	return newKeys(m.rng)
 }
 
 // newKeys returns keysPerBatch random keys from rng, one after the other.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -50,6 +51,32 @@ func TestEachTransportDrawsItsOwnKeys(t *testing.T) {
 		for _, k := range []string{a.key(), b.key()} {
 			if seen[k] {
 				t.Fatalf("key %q handed out twice", k)
+			}
+			seen[k] = true
+		}
+	}
+}
+
+// Calls that take keys at once, across the end of batches, each get a key
+// of their own.
+func TestConcurrentCallsGetDistinctKeys(t *testing.T) {
+	var m keyMint
+	const workers, each = 8, 5 * keysPerBatch
+	keys := make([][]string, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for range each {
+				keys[w] = append(keys[w], m.key())
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for _, ks := range keys {
+		for _, k := range ks {
+			if seen[k] || !canonicalUUID.MatchString(k) {
+				t.Fatalf("key %q handed out twice or malformed", k)
 			}
 			seen[k] = true
 		}
