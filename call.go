@@ -63,6 +63,9 @@ type call struct {
 	// numbered reports that the call is an SDK's numbered re-send of an
 	// earlier one (see repeat), counted as a retry.
 	numbered bool
+	// resendable reports that an SDK's re-send of the call can be told
+	// (see resendIDs): the caller's request carries a key or a retry count.
+	resendable bool
 }
 
 // tracedCall is a call with room for its first attempt, allocated as one.
@@ -113,7 +116,8 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	// The call is filled in as it is allocated, which spares the GC's
 	// write barrier its fields.
 	proto := call{t: t, req: req, header: req.Header, dest: t.cfg.Destination(req), deadline: deadline,
-		out: Outcome{Key: key, Route: t.route}, repeatable: repeatable, traced: traced}
+		out: Outcome{Key: key, Route: t.route}, repeatable: repeatable, traced: traced,
+		resendable: callerKey != "" || retryCountValue(req.Header) != ""}
 	var c *call
 	if traced {
 		tc := &tracedCall{call: proto}

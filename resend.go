@@ -40,13 +40,22 @@ const (
 // retryCount reads the number an SDK gives its re-sends of one call, 0 on
 // the first send; ok is false when the request carries no such header.
 func retryCount(h http.Header) (n int, ok bool) {
+	v := retryCountValue(h)
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
+
+// retryCountValue returns the retry-count header h carries; empty when none.
+func retryCountValue(h http.Header) string {
 	for _, name := range [...]string{"X-Stainless-Retry-Count"} { // canonical forms
 		if v := headerValue(h, name); v != "" {
-			n, err := strconv.Atoi(v)
-			return n, err == nil
+			return v
 		}
 	}
-	return 0, false
+	return ""
 }
 
 // giveUps remembers recent give-ups by the ids of their calls.
@@ -129,6 +138,9 @@ func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
 // process, or too long ago) counts as a retry in the Budget, and is not
 // sent when the Budget refuses it. done reports that the call is answered.
 func (c *call) repeat() (resp *http.Response, err error, done bool) {
+	if !c.resendable {
+		return nil, nil, false
+	}
 	_, lookup, numbered := c.resendIDs()
 	if len(lookup) == 0 {
 		return nil, nil, false
@@ -178,7 +190,7 @@ func comeBack(reason error) bool {
 
 // remember keeps the call's give-up for its SDK's re-sends.
 func (c *call) remember(resp *http.Response, cause error) {
-	if c.out.Repeated {
+	if !c.resendable || c.out.Repeated {
 		return
 	}
 	// The ids are those repeat looked the call up by, made again rather
