@@ -125,8 +125,9 @@ func (c *call) newAttemptRequest(now time.Time) (*http.Request, *attemptTrace, c
 	}
 	var areq *http.Request
 	if first {
-		// WithContext is inlined, and its copy does not escape: this
-		// copies the caller's request into the call's room at no cost.
+		// WithContext is inlined and its copy does not escape: the
+		// caller's request is copied into the call's room without an
+		// allocation of its own.
 		c.first.req = *c.req.WithContext(ctx)
 		areq = &c.first.req
 	} else {

@@ -21,10 +21,9 @@ type attemptTrace struct {
 }
 
 // context returns ctx with the attempt's trace; it is called once, on a
-// new attemptTrace. When ctx carries no trace
-// already, that context is tr's own (see traceContext); otherwise
-// httptrace.WithClientTrace composes the caller's trace with the attempt's,
-// so that both see every event.
+// new attemptTrace. When ctx carries no trace already, that context is
+// tr's own (see traceContext); otherwise httptrace.WithClientTrace composes
+// the caller's trace with the attempt's, so that both see every event.
 func (tr *attemptTrace) context(ctx context.Context) context.Context {
 	// Field by field: tr is new, and writing the whole ClientTrace would
 	// pass all of its sixteen hooks through the GC's write barrier.
