@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/google/uuid"
-
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -48,21 +46,22 @@ const (
 	keyGenerated                  // a random UUID for this call only
 )
 
-// resolveKey decides the idempotency key of one call. An action's derived key
-// comes first, replacing any key already in the header (an SDK such as
-// stripe-go puts a random one on every POST, which would make a re-submitted
-// action a new one at the provider); replaced is that header key, else
-// empty. Without an action, a key the caller set is kept as is; else, for a
-// method that is not idempotent, one random key shared by every attempt of
-// the call. noAction ignores the context's Action (an auxiliary call, such
-// as an SDK fetching its OAuth token with the caller's context).
-func resolveKey(req *http.Request, header string, noAction bool) (key string, src keySource, replaced string, err error) {
-	callerKey := req.Header.Get(header)
-	if a, ok := ActionFrom(req.Context()); ok && !noAction {
-		if a.Key == "" {
+// resolveKey decides the idempotency key of one call whose key header
+// holds callerKey (empty when none), under action when hasAction. An
+// action's derived key comes first, replacing any key already in the header
+// (an SDK such as stripe-go puts a random one on every POST, which would make
+// a re-submitted action a new one at the provider); replaced is that header
+// key, else empty. Without an action, a key the caller set is kept as is;
+// else, for a method that is not idempotent, one random key shared by every
+// attempt of the call. The caller leaves hasAction false to ignore the
+// context's Action (an auxiliary call, such as an SDK fetching its OAuth
+// token with the caller's context).
+func (t *Transport) resolveKey(method, callerKey string, action Action, hasAction bool) (key string, src keySource, replaced string, err error) {
+	if hasAction {
+		if action.Key == "" {
 			return "", keyNone, "", ErrInvalidAction
 		}
-		key = a.IdempotencyKey()
+		key = action.IdempotencyKey()
 		if callerKey != key {
 			replaced = callerKey
 		}
@@ -71,10 +70,10 @@ func resolveKey(req *http.Request, header string, noAction bool) (key string, sr
 	if callerKey != "" {
 		return callerKey, keyCaller, "", nil
 	}
-	if isIdempotent(req.Method) {
+	if isIdempotent(method) {
 		return "", keyNone, "", nil
 	}
-	return uuid.NewString(), keyGenerated, "", nil
+	return t.keys.key(), keyGenerated, "", nil
 }
 
 // isIdempotent reports whether method is idempotent (RFC 9110 §9.2.2).

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptrace"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -24,7 +22,9 @@ type sent struct {
 	// resends is how many more times net/http wrote the request on its
 	// own within the attempt (see send).
 	resends int
-	// start and end bound the attempt, by the Transport's clock.
+	// start and end bound the attempt, by the Transport's clock; each is
+	// read only when something needs it (AttemptTimeout or the Observer
+	// for start, see readsEnd for end), and is zero otherwise.
 	start, end time.Time
 }
 
@@ -35,13 +35,19 @@ type sent struct {
 // may have been applied, so the call loop counts it as an attempt and the
 // outcome as maybe-applied.
 func (c *call) send() sent {
-	start := c.t.clock.Now()
+	var start time.Time
+	if c.t.cfg.AttemptTimeout > 0 || c.t.cfg.Observer.Attempt != nil {
+		start = c.t.clock.Now()
+	}
 	areq, tr, cancel, err := c.newAttemptRequest(start)
 	if err != nil {
 		return sent{err: err, cancel: cancel, bodyErr: true}
 	}
 	resp, err := c.t.cfg.Base.RoundTrip(areq)
-	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Now: c.t.clock.Now(), Repeatable: c.repeatable}
+	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Repeatable: c.repeatable}
+	if c.readsEnd(resp) {
+		c.res.Now = c.t.clock.Now()
+	}
 	s := sent{resp: resp, err: err, cancel: cancel, start: start, end: c.res.Now}
 	if tr != nil {
 		// A Base that emits no httptrace events (a wrapper, a mock) gives
@@ -54,12 +60,26 @@ func (c *call) send() sent {
 	return s
 }
 
+// readsEnd reports whether anything reads the time an attempt that got
+// resp ended: the Throttle, the Observer, a Classifier of the caller's, or
+// the DefaultClassifier on a failure (for Retry-After). Reading the clock
+// costs as much as the rest of a GET's own work on some virtual machines,
+// so a success that nobody times leaves it unread and sent.end zero.
+func (c *call) readsEnd(resp *http.Response) bool {
+	cfg := &c.t.cfg
+	if cfg.Throttle != nil || cfg.Observer.Attempt != nil || resp == nil || ClassifyStatus(resp.StatusCode) != ClassSuccess {
+		return true
+	}
+	_, isDefault := cfg.Classifier.(DefaultClassifier)
+	return !isDefault
+}
+
 // report tells the gates and the Observer about one attempt: the limiter
 // may pause the boundary, the ledger records the send, the Throttle counts
 // it. It writes nothing of the Outcome.
 func (c *call) report(a *sent) {
 	ctx := c.req.Context()
-	if c.limit.lim != nil {
+	if c.limit != nil {
 		c.limit.cooldown(ctx, a.cls)
 	}
 	if c.led != nil {
@@ -87,15 +107,32 @@ func (c *call) newAttemptRequest(now time.Time) (*http.Request, *attemptTrace, c
 		return nil, nil, func() {}, fmt.Errorf("retrybudget: GetBody: %w", err)
 	}
 	ctx, cancel := c.attemptContext(now)
+	// The first attempt of a traced call is built in the call's own room
+	// (see call.first); a later one in its own allocations.
+	first := c.first != nil && !c.firstUsed
+	c.firstUsed = c.firstUsed || first
 	var tr *attemptTrace
 	if c.traced {
-		tr = &attemptTrace{}
-		ctx = httptrace.WithClientTrace(ctx, tr.clientTrace())
+		if first {
+			tr = &c.first.trace
+		} else {
+			tr = &attemptTrace{}
+		}
+		ctx = tr.context(ctx)
 	}
 	if ctx == c.req.Context() && body == c.req.Body && !c.headerCopied {
 		return c.req, tr, cancel, nil
 	}
-	areq := c.req.WithContext(ctx)
+	var areq *http.Request
+	if first {
+		// WithContext is inlined and its copy does not escape: the
+		// caller's request is copied into the call's room without an
+		// allocation of its own.
+		c.first.req = *c.req.WithContext(ctx)
+		areq = &c.first.req
+	} else {
+		areq = c.req.WithContext(ctx)
+	}
 	areq.Header = c.header
 	areq.Body = body
 	areq.ContentLength = c.body.length
@@ -159,21 +196,4 @@ func (c *call) attemptContext(now time.Time) (context.Context, context.CancelFun
 		return ctx, func() {}
 	}
 	return context.WithDeadline(ctx, dl)
-}
-
-// attemptTrace records what net/http/httptrace saw of one attempt. The
-// flags are set from the transport's goroutines, possibly after RoundTrip
-// returned, hence atomics.
-type attemptTrace struct {
-	started   atomic.Bool // GetConn fired: the base traces
-	connected atomic.Bool
-	writes    atomic.Int32
-}
-
-func (tr *attemptTrace) clientTrace() *httptrace.ClientTrace {
-	return &httptrace.ClientTrace{
-		GetConn:      func(string) { tr.started.Store(true) },
-		GotConn:      func(httptrace.GotConnInfo) { tr.connected.Store(true) },
-		WroteRequest: func(httptrace.WroteRequestInfo) { tr.writes.Add(1) },
-	}
 }

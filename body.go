@@ -15,10 +15,17 @@ type requestBody struct {
 	first io.ReadCloser
 	// length is the body's length for every attempt; -1 when unknown.
 	length int64
+	// whole is the whole body once the Transport buffered it or content
+	// read it, so that it is read at most once; nil before.
+	whole *wholeBody
 	// sent is set once the first body has been handed out.
 	sent bool
-	// buf is the whole body when the Transport buffered it.
+}
+
+// wholeBody is content's answer: the whole body, or why it cannot be had.
+type wholeBody struct {
 	buf []byte
+	err error
 }
 
 // prepareBody makes req's body replayable when it can: by GetBody when the
@@ -47,16 +54,24 @@ func prepareBody(req *http.Request, limit int64) (requestBody, error) {
 	req.Body.Close()
 	get := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
 	first, _ := get()
-	return requestBody{first: first, getBody: get, length: int64(len(buf)), buf: buf}, nil
+	return requestBody{first: first, getBody: get, length: int64(len(buf)), whole: &wholeBody{buf: buf}}, nil
 }
 
 // content returns the whole body for fingerprinting, reading a fresh copy
 // from GetBody when the Transport did not buffer it. It fails for a body
-// that cannot be replayed, since reading it would consume it.
+// that cannot be replayed, since reading it would consume it. The body is
+// read once: the re-send fingerprint and the ledger's share the answer.
 func (b *requestBody) content(limit int64) ([]byte, error) {
+	if b.whole == nil {
+		buf, err := b.readContent(limit)
+		b.whole = &wholeBody{buf: buf, err: err}
+	}
+	return b.whole.buf, b.whole.err
+}
+
+// readContent reads the whole body for content.
+func (b *requestBody) readContent(limit int64) ([]byte, error) {
 	switch {
-	case b.buf != nil:
-		return b.buf, nil
 	case b.first == nil || b.first == http.NoBody:
 		return nil, nil
 	case b.getBody == nil:

@@ -1,11 +1,14 @@
 package retrybudget
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/retrybudget/retrybudget/ledger"
 )
 
 func TestBodies(t *testing.T) {
@@ -50,4 +53,28 @@ func TestBodies(t *testing.T) {
 			t.Fatalf("error %v; want ErrBodyNotReplayable wrapping the GetBody error", err)
 		}
 	})
+}
+
+// A numbered re-send under an Action needs the body twice before it is
+// sent, for the re-send fingerprint and for the ledger's: GetBody is read
+// once for both.
+func TestBodyIsReadOnceForTheResendAndLedgerFingerprints(t *testing.T) {
+	p := newProvider(t, status(200))
+	tr, _ := newFakeTransport(Config{Ledger: LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})}})
+	ctx := WithAction(context.Background(), Action{Operation: "charge", Key: "order-1"})
+	req, _ := http.NewRequestWithContext(ctx, "POST", p.URL, strings.NewReader("amount=100"))
+	req.Header.Set("X-Stainless-Retry-Count", "0")
+	getBody, reads := req.GetBody, 0
+	req.GetBody = func() (io.ReadCloser, error) { reads++; return getBody() }
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finalOutcome(t, resp)
+	if reads != 1 {
+		t.Fatalf("GetBody called %d times; want once, for both fingerprints", reads)
+	}
+	if r := p.requests(); len(r) != 1 || r[0].body != "amount=100" {
+		t.Fatalf("provider got %v; want the body once", r)
+	}
 }

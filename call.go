@@ -14,7 +14,9 @@ import (
 
 // call is the state of one RoundTrip: the caller's request, the key and body
 // shared by its attempts, and the Outcome being built. One allocation holds
-// it all, the returned body wrapper included, to keep the success path lean.
+// it all, the returned body wrapper included, to keep the success path lean;
+// a traced call's allocation holds its first attempt too (see tracedCall).
+// Only the gates stand apart, made for the calls that have them.
 //
 // run is the one writer of out; the gates (limit, led) and the budget take
 // what they need and return what they decided.
@@ -22,6 +24,27 @@ type call struct {
 	t      *Transport
 	req    *http.Request
 	header http.Header // the headers sent: req.Header, or a copy with the key
+	// first is the room for the first attempt of a traced call, in the
+	// call's own allocation; nil for a call that is not traced (see
+	// firstUsed).
+	first    *firstAttempt
+	body     requestBody
+	dest     string      // the destination for the Budget and the Throttle
+	limit    *limitGate  // nil without a Limiter
+	led      *ledgerGate // nil without a Ledger or an Action
+	deadline time.Time   // zero when the call has none
+	bo       *backoff.ExponentialBackOff
+	out      Outcome
+	resp     outcomeBody
+	// res is the latest attempt's result, kept here so handing it to the
+	// Classifier costs no allocation.
+	res AttemptResult
+	// waited is the time the call has spent waiting, on backoff, on
+	// Retry-After and on the limiter; it never exceeds MaxWait.
+	waited time.Duration
+
+	// The flags come last and together, to keep the call small.
+
 	// headerCopied reports whether header is the Transport's own copy
 	// (carrying the key, or standing in for a nil caller's header).
 	headerCopied bool
@@ -32,78 +55,100 @@ type call struct {
 	// how many times, the request was written: needed for methods that are
 	// not idempotent, for keyed requests (which net/http may re-send) and
 	// for ledger calls, whose effects must be accounted for.
-	traced   bool
-	body     requestBody
-	dest     string      // the destination for the Budget and the Throttle
-	limit    limitGate   // limit.lim is nil without a Limiter
-	led      *ledgerGate // nil without a Ledger or an Action
-	deadline time.Time   // zero when the call has none
-	bo       *backoff.ExponentialBackOff
-	out      Outcome
-	resp     outcomeBody
-	// res is the latest attempt's result, kept here so handing it to the
-	// Classifier costs no allocation.
-	res AttemptResult
-	// resend holds the ids under which a give-up answers an SDK's
-	// re-sends of this call (see repeat); numbered reports that the call
-	// is itself an SDK's numbered re-send, counted as a retry.
-	resend   []string
+	traced bool
+	// firstUsed reports that the first attempt took first: a later
+	// attempt gets its own, since net/http may still read the first
+	// attempt's request and report to its trace after RoundTrip returned.
+	firstUsed bool
+	// numbered reports that the call is an SDK's numbered re-send of an
+	// earlier one (see repeat), counted as a retry.
 	numbered bool
-	// waited is the time the call has spent waiting, on backoff, on
-	// Retry-After and on the limiter; it never exceeds MaxWait.
-	waited time.Duration
+	// resendable reports that an SDK's re-send of the call can be told
+	// (see resendIDs): the caller's request carries a key or a retry count.
+	resendable bool
+}
+
+// tracedCall is a call with room for its first attempt, allocated as one.
+type tracedCall struct {
+	call
+	first firstAttempt
+}
+
+// firstAttempt is what the first attempt of a traced call needs beyond the
+// call: its request, its trace, and the value of the key header.
+type firstAttempt struct {
+	req   http.Request
+	trace attemptTrace
+	key   [1]string
 }
 
 // newCall prepares the key, body and deadline of one call.
 func (t *Transport) newCall(req *http.Request) (*call, error) {
-	key, src, replaced, err := resolveKey(req, t.cfg.KeyHeader, t.noAction)
+	action, hasAction := ActionFrom(req.Context())
+	hasAction = hasAction && !t.noAction
+	callerKey := headerValue(req.Header, t.cfg.KeyHeader)
+	key, src, replaced, err := t.resolveKey(req.Method, callerKey, action, hasAction)
 	if err != nil {
 		return nil, err
 	}
-	c := &call{t: t, req: req, header: req.Header, dest: t.cfg.Destination(req)}
-	c.out.Key, c.out.Route = key, t.route
-	if c.header == nil {
-		// net/http refuses a nil header for good; an empty one is meant.
-		c.header, c.headerCopied = http.Header{}, true
-	}
-	if src == keyAction || src == keyGenerated {
-		c.setKey(key, replaced)
-	}
-	action, hasAction := ActionFrom(req.Context())
-	hasAction = hasAction && !t.noAction
+	sendsKey := t.keySent(src, replaced)
+	keyed := callerKey != "" || sendsKey
 	// A hop of a redirect that http.Client follows (req.Response is set)
 	// is not a new action: the first hop holds the ledger record.
-	if hasAction && t.cfg.Ledger.Store != nil && req.Response == nil {
-		c.led = &ledgerGate{key: action, cfg: &t.cfg, caller: req, route: t.route,
-			keyed: c.header.Get(t.cfg.KeyHeader) != ""}
-	}
-	if t.cfg.Limiter != nil {
-		// The tenant of the action is the limiter's owner, for its
-		// per-owner share.
-		c.limit = limitGate{lim: t.cfg.Limiter, req: limiter.Request{Boundary: t.cfg.Boundary(req), Owner: action.Tenant},
-			caller: req, route: t.route, clock: t.clock, maxWait: t.cfg.MaxWait, observer: &t.cfg.Observer}
-	}
+	ledgered := hasAction && t.cfg.Ledger.Store != nil && req.Response == nil
 	idempotent := isIdempotent(req.Method)
-	c.repeatable = idempotent || src == keyCaller || (src == keyAction && !t.cfg.OmitKey) ||
-		(src == keyGenerated && t.cfg.KeysHonoured && !t.cfg.OmitKey)
 	// net/http re-sends by itself a keyed request with GetBody, or any
 	// idempotent one, after a kept-alive connection broke, even once it
 	// was written; only a trace tells that the first write happened when
 	// the re-send then fails to dial. A ledger call needs the fact too.
-	c.traced = !idempotent || c.led != nil || c.header.Get(t.cfg.KeyHeader) != ""
-	if c.body, err = prepareBody(req, t.cfg.MaxBodyBuffer); err != nil {
-		return nil, err
-	}
+	traced := !idempotent || ledgered || keyed
+	repeatable := idempotent || src == keyCaller || (src == keyAction && !t.cfg.OmitKey) ||
+		(src == keyGenerated && t.cfg.KeysHonoured && !t.cfg.OmitKey)
+	var deadline time.Time
 	if dl, ok := req.Context().Deadline(); ok {
-		c.deadline = dl
+		deadline = dl
 	}
 	if t.cfg.Deadline > 0 {
-		if dl := t.clock.Now().Add(t.cfg.Deadline); c.deadline.IsZero() || dl.Before(c.deadline) {
-			c.deadline = dl
+		if dl := t.clock.Now().Add(t.cfg.Deadline); deadline.IsZero() || dl.Before(deadline) {
+			deadline = dl
 		}
 	}
-	if c.led != nil {
-		c.led.deadline, c.led.clock = c.deadline, t.clock
+	// The call is filled in as it is allocated, which spares the GC's
+	// write barrier its fields.
+	proto := call{t: t, req: req, header: req.Header, dest: t.cfg.Destination(req), deadline: deadline,
+		out: Outcome{Key: key, Route: t.route}, repeatable: repeatable, traced: traced,
+		resendable: callerKey != "" || retryCountValue(req.Header) != ""}
+	var c *call
+	if traced {
+		tc := &tracedCall{call: proto}
+		c = &tc.call
+		c.first = &tc.first
+	} else {
+		c = &call{}
+		*c = proto
+	}
+	switch {
+	case sendsKey:
+		c.setKey(key, replaced)
+	case src == keyAction || src == keyGenerated:
+		c.out.Key = "" // OmitKey: none was sent
+	}
+	if c.header == nil {
+		// net/http refuses a nil header for good; an empty one is meant.
+		c.header, c.headerCopied = http.Header{}, true
+	}
+	if ledgered {
+		c.led = &ledgerGate{key: action, cfg: &t.cfg, caller: req, route: t.route, keyed: keyed,
+			deadline: deadline, clock: t.clock}
+	}
+	if t.cfg.Limiter != nil {
+		// The tenant of the action is the limiter's owner, for its
+		// per-owner share.
+		c.limit = &limitGate{lim: t.cfg.Limiter, req: limiter.Request{Boundary: t.cfg.Boundary(req), Owner: action.Tenant},
+			caller: req, route: t.route, clock: t.clock, maxWait: t.cfg.MaxWait, observer: &t.cfg.Observer}
+	}
+	if c.body, err = prepareBody(req, t.cfg.MaxBodyBuffer); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -138,7 +183,7 @@ func (c *call) run() (*http.Response, error) {
 		c.t.cfg.Budget.Deposit(ctx, c.dest)
 	}
 	for {
-		if c.limit.lim != nil {
+		if c.limit != nil {
 			adm := c.limit.admit(ctx, c.deadline, c.waited)
 			c.waited = adm.waited
 			if adm.stop != nil {

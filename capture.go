@@ -55,7 +55,7 @@ func (c *Captured) All() []Outcome {
 }
 
 // captureOutcome records o in ctx's Captured, if any.
-func captureOutcome(ctx context.Context, o Outcome) {
+func captureOutcome(ctx context.Context, o *Outcome) {
 	c, ok := ctx.Value(captureCtxKey{}).(*Captured)
 	if !ok {
 		return
@@ -64,6 +64,6 @@ func captureOutcome(ctx context.Context, o Outcome) {
 	if len(c.outcomes) == maxCaptured {
 		c.outcomes = append(c.outcomes[:0], c.outcomes[1:]...)
 	}
-	c.outcomes = append(c.outcomes, o)
+	c.outcomes = append(c.outcomes, *o)
 	c.mu.Unlock()
 }

@@ -36,13 +36,13 @@ type AttemptResult struct {
 	Connected bool
 	// Written reports that the request was written (fully or partly).
 	Written bool
-	// Now is the time the attempt ended, for resolving Retry-After.
-	Now time.Time
 	// Repeatable reports that the request is safe to repeat: its method
 	// is idempotent, or it carries a key the provider honours (an
 	// Action's, the caller's, or a generated one with
 	// Config.KeysHonoured).
 	Repeatable bool
+	// Now is the time the attempt ended, for resolving Retry-After.
+	Now time.Time
 }
 
 // Classification is a Classifier's verdict on one attempt.

@@ -26,6 +26,8 @@ type Transport struct {
 	// gaveUp remembers recent give-ups, to answer an SDK's re-send of a
 	// call already given up on without sending it.
 	gaveUp giveUps
+	// keys makes the keys of calls that carry none.
+	keys keyMint
 }
 
 // New returns a Transport configured by cfg, whose zero fields take their
@@ -65,7 +67,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, refuse(req, ErrBodyUnreadable, err)
 	}
 	resp, err := c.run()
-	captureOutcome(req.Context(), c.out)
+	captureOutcome(req.Context(), &c.out)
 	return resp, err
 }
 
@@ -99,7 +101,7 @@ func refuse(req *http.Request, reason, cause error) *Error {
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		captureOutcome(req.Context(), e.Outcome)
+		captureOutcome(req.Context(), &e.Outcome)
 	}
 	return e
 }

@@ -58,6 +58,31 @@ func TestRoundTripperContract(t *testing.T) {
 	}
 }
 
+// The key goes out in the Transport's own copy of the headers: a base that
+// sets or adds headers on the request it gets leaves the caller's alone.
+func TestKeyedHeaderCopyLeavesTheCallersHeadersAlone(t *testing.T) {
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		r.Header.Add("X-Tag", "base")
+		r.Header.Set("X-Other", "base")
+		return canned{}.RoundTrip(r)
+	})
+	tr := New(Config{Base: base})
+	req, _ := http.NewRequest("POST", "http://api.example/charges", strings.NewReader("x"))
+	req.Header.Add("X-Tag", "caller")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finalOutcome(t, resp)
+	if len(req.Header) != 1 || len(req.Header["X-Tag"]) != 1 || req.Header.Get("X-Tag") != "caller" {
+		t.Fatalf("caller's headers changed: %v", req.Header)
+	}
+	sent := resp.Request.Header
+	if got := sent["X-Tag"]; len(got) != 2 || got[0] != "caller" || got[1] != "base" || sent.Get(DefaultKeyHeader) == "" {
+		t.Fatalf("request sent with headers %v; want the caller's X-Tag, the base's, and the key", sent)
+	}
+}
+
 func TestRetriedResponsesAreDrainedAndConnectionReused(t *testing.T) {
 	big := strings.Repeat("x", 8<<10)
 	p := newProvider(t, func(w http.ResponseWriter, r *http.Request) {

@@ -81,3 +81,19 @@ func TestDefaultBudgetRunsOnTheTransportClock(t *testing.T) {
 		})
 	}
 }
+
+func TestSpanNowIsTheClocksTimeOrTheMonotonicOne(t *testing.T) {
+	fc := newFakeClock()
+	if now := spanNow(fc); !now().Equal(fc.Now()) {
+		t.Fatal("a test's clock is not the default Budget's time")
+	}
+	now := spanNow(realClock{})
+	a := now()
+	b := now()
+	if b.Before(a) {
+		t.Fatalf("time went back: %v then %v", a, b)
+	}
+	if d := time.Since(b); d < -time.Second || d > time.Second {
+		t.Fatalf("the steady time is %v away from the wall clock", d)
+	}
+}

@@ -165,7 +165,7 @@ func (c Config) withDefaults(clk clock) Config {
 		c.MaxDrain = DefaultMaxDrain
 	}
 	if c.Budget == nil {
-		c.Budget = budget.NewLocalClock(budget.Config{}, clk.Now)
+		c.Budget = budget.NewLocalClock(budget.Config{}, spanNow(clk))
 	}
 	if c.Destination == nil {
 		c.Destination = hostOf

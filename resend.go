@@ -3,6 +3,7 @@ package retrybudget
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,13 +40,22 @@ const (
 // retryCount reads the number an SDK gives its re-sends of one call, 0 on
 // the first send; ok is false when the request carries no such header.
 func retryCount(h http.Header) (n int, ok bool) {
-	for _, name := range [...]string{"X-Stainless-Retry-Count"} {
-		if v := h.Get(name); v != "" {
-			n, err := strconv.Atoi(v)
-			return n, err == nil
+	v := retryCountValue(h)
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
+
+// retryCountValue returns the retry-count header h carries; empty when none.
+func retryCountValue(h http.Header) string {
+	for _, name := range [...]string{"X-Stainless-Retry-Count"} { // canonical forms
+		if v := headerValue(h, name); v != "" {
+			return v
 		}
 	}
-	return 0, false
+	return ""
 }
 
 // giveUps remembers recent give-ups by the ids of their calls.
@@ -103,7 +113,7 @@ func (g *giveUps) put(ids []string, e *giveUp, now time.Time) {
 // call itself up by: the key, and the fingerprint only when the call is a
 // numbered re-send (a first send of an identical request is a new call).
 func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
-	if k := c.req.Header.Get(c.t.cfg.KeyHeader); k != "" {
+	if k := headerValue(c.req.Header, c.t.cfg.KeyHeader); k != "" {
 		ids = append(ids, "key\x00"+k)
 	}
 	n, ok := retryCount(c.req.Header)
@@ -128,8 +138,10 @@ func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
 // process, or too long ago) counts as a retry in the Budget, and is not
 // sent when the Budget refuses it. done reports that the call is answered.
 func (c *call) repeat() (resp *http.Response, err error, done bool) {
-	ids, lookup, numbered := c.resendIDs()
-	c.resend = ids
+	if !c.resendable {
+		return nil, nil, false
+	}
+	_, lookup, numbered := c.resendIDs()
 	if len(lookup) == 0 {
 		return nil, nil, false
 	}
@@ -178,7 +190,14 @@ func comeBack(reason error) bool {
 
 // remember keeps the call's give-up for its SDK's re-sends.
 func (c *call) remember(resp *http.Response, cause error) {
-	if len(c.resend) == 0 || c.out.Repeated {
+	if !c.resendable || c.out.Repeated {
+		return
+	}
+	// The ids are those repeat looked the call up by, made again rather
+	// than kept in every call for the few that give up: the request is the
+	// same, and its body was read once (see requestBody.content).
+	ids, _, _ := c.resendIDs()
+	if len(ids) == 0 {
 		return
 	}
 	now := c.t.clock.Now()
@@ -189,9 +208,12 @@ func (c *call) remember(resp *http.Response, cause error) {
 		until = at
 	}
 	g := &giveUp{out: c.out, cause: cause, until: until}
+	// A generated key is a slice of its batch (see keyMint): a give-up
+	// kept for the window keeps a copy of its own.
+	g.out.Key = strings.Clone(g.out.Key)
 	if resp != nil {
 		g.status, g.header = resp.StatusCode, resp.Header.Clone()
 		g.body, _ = readahead.Read(resp, resendBodyLimit, resendBodyWait)
 	}
-	c.t.gaveUp.put(c.resend, g, now)
+	c.t.gaveUp.put(ids, g, now)
 }
