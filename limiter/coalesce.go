@@ -74,6 +74,9 @@ type group struct {
 // pending is one caller's request in a coalescer.
 type pending struct {
 	in slotRequest
+	// ctx is the caller's context, whose values (a trace, say) the round
+	// trip of its batch carries when the caller is the batch's first.
+	ctx context.Context
 	// done is closed when out and err are set.
 	done chan struct{}
 	out  slotResult
@@ -107,15 +110,14 @@ func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run 
 		ctx = context.WithoutCancel(ctx)
 		outs, err := run(ctx, k, []slotRequest{in})
 		if next := c.next(k); next != nil {
-			go c.drive(ctx, k, next, run)
+			go c.drive(k, next, run)
 		}
 		if err != nil {
 			return slotResult{}, err
 		}
 		return outs[0], nil
 	}
-	p := &pending{in: in}
-	p.done = make(chan struct{})
+	p := &pending{in: in, ctx: ctx, done: make(chan struct{})}
 	g.waiting = append(g.waiting, p)
 	c.mu.Unlock()
 
@@ -139,9 +141,11 @@ func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run 
 // callers and yields once before it takes the next batch, so that callers
 // that were ready to ask again ride along instead of waiting a whole round
 // trip for the next one: a group commit, without a timer.
-func (c *coalescer) drive(ctx context.Context, k groupKey, batch []*pending, run runBatch) {
+func (c *coalescer) drive(k groupKey, batch []*pending, run runBatch) {
 	for {
-		c.runAndDeliver(ctx, k, batch, run)
+		// The batch carries its first caller's values, not its
+		// cancellation: the others depend on the round trip.
+		c.runAndDeliver(context.WithoutCancel(batch[0].ctx), k, batch, run)
 		runtime.Gosched()
 		if batch = c.next(k); batch == nil {
 			return

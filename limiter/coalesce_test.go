@@ -88,6 +88,33 @@ func TestBatchTakesFromEveryLimit(t *testing.T) {
 	}
 }
 
+// TestBatchBesideADeepBucket pins a review finding: a limit with a burst
+// of a day's worth of tokens has, while another limit refuses, its next
+// token due about a day ago, and the reply saying so was refused as broken,
+// which made every refusal look like Redis failing. It is a refusal by the
+// per-second limit, each request in its own place.
+func TestBatchBesideADeepBucket(t *testing.T) {
+	clk := newRealFakeClock()
+	l := newClockedRedis(t, clk, RedisConfig{Limits: []Limit{PerSecond(10), Window(1000, 24*time.Hour, 1000)}})
+	outs, err := l.runBatch(context.Background(), groupKey{boundary: "b"}, make([]slotRequest, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !outs[0].granted {
+		t.Fatalf("first request: %+v, want granted", outs[0])
+	}
+	for j, o := range outs[1:] {
+		want := time.Duration(j+1) * 100 * time.Millisecond
+		if o.granted || o.reason != reasonRate || o.wait != want {
+			t.Fatalf("request %d: %+v, want refused by the 10/s limit for %v", j+1, o, want)
+		}
+	}
+	d, err := l.Allow(context.Background(), Request{Boundary: "b"})
+	if err != nil || d.Allowed || d.Fallback || d.Reason != ReasonRate {
+		t.Fatalf("Allow: %+v %v, want refused by the rate limit, decided by Redis", d, err)
+	}
+}
+
 // TestBatchDuringCooldown: a count decided while the boundary is paused
 // refuses every request with the rest of the pause, not places one
 // interval apart.
@@ -247,3 +274,61 @@ func TestCoalescedCancelWhileWaiting(t *testing.T) {
 // waitABit yields to other goroutines while a test waits for them to reach
 // a state it can observe.
 func waitABit() { runtime.Gosched() }
+
+// ctxKey is the context key TestDrivenBatchCarriesItsOwnCallersValues
+// marks callers with.
+type ctxKey struct{}
+
+// valueHook records, for every script run, the ctxKey value its context
+// carries.
+type valueHook struct {
+	mu     sync.Mutex
+	values []any
+}
+
+func (h *valueHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *valueHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *valueHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "evalsha" || cmd.Name() == "eval" {
+			h.mu.Lock()
+			h.values = append(h.values, ctx.Value(ctxKey{}))
+			h.mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// TestDrivenBatchCarriesItsOwnCallersValues pins a review finding: the
+// driver ran every batch with the first leader's context, so a trace
+// attached later round trips to a caller long gone. A driven batch carries
+// the values of its own first caller.
+func TestDrivenBatchCarriesItsOwnCallersValues(t *testing.T) {
+	rdb := redistest.Client(t)
+	vh := &valueHook{}
+	rdb.AddHook(vh)
+	g := newGate()
+	rdb.AddHook(g)
+	l := newTestRedis(t, rdb, redistest.Prefix(t), RedisConfig{Limits: []Limit{PerMinute(1).WithBurst(10)}})
+	if err := l.decide.Load(context.Background(), rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, errs := lineUp(t, l, g, 8, func(i int) context.Context {
+		return context.WithValue(context.Background(), ctxKey{}, i)
+	})
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	vh.mu.Lock()
+	defer vh.mu.Unlock()
+	if len(vh.values) != 2 || vh.values[0] != 0 {
+		t.Fatalf("script runs carried %v, want the leader's (0) and then a waiter's", vh.values)
+	}
+	if v, ok := vh.values[1].(int); !ok || v == 0 {
+		t.Fatalf("the driven batch carried %v, want the value of one of its own callers (1..7)", vh.values[1])
+	}
+}

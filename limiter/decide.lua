@@ -23,7 +23,8 @@
 -- wait_us how long until one more could be taken and reason the code of
 -- the limit that decides it, or 3 when the boundary is paused by a
 -- cooldown (wait_us is then the rest of the pause). next_i is, for each limit, µs from now until its next token after the
--- grant (negative when it is due already): a refused request j places
+-- grant (negative when it is due already, and then no lower than
+-- -want*interval, which means the same): a refused request j places
 -- itself at the latest of next_i + j*interval_i, as if the refused requests
 -- before it had queued.
 --
@@ -90,6 +91,11 @@ local reply = {granted, 0, 0}
 for i = 2, #KEYS do
   local interval = tonumber(ARGV[3 * i - 3])
   local next = vals[i] + interval - ARGV[3 * i - 2] * interval - now
+  -- A limit with a deep bucket may have its next token due far in the
+  -- past. Refused request j (j < want) is placed at next + j*interval,
+  -- and a place below zero means now, so anything below -want*interval
+  -- says the same; the floor keeps the integer reply exact (2^53).
+  next = math.max(next, -want * interval, -9007199254740992)
   reply[i + 2] = next
   if next > reply[2] then
     reply[2] = next

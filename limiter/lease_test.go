@@ -78,6 +78,10 @@ func TestParseDecision(t *testing.T) {
 	if err != nil || d.granted != 0 || d.wait != 1500*time.Microsecond || d.reason != reasonOwner || len(d.next) != 2 {
 		t.Fatalf("got %+v %v", d, err)
 	}
+	// A deep bucket's next token may be due years ago.
+	if _, err := parseDecision([]any{int64(0), int64(5), int64(1), int64(-maxWaitMicros * 3)}, 1, 1); err != nil {
+		t.Fatalf("a next token due 3 years ago: %v", err)
+	}
 	if d, err := parseDecision([]any{int64(3)}, 3, 1); err != nil || d.granted != 3 {
 		t.Fatalf("every request granted: got %+v %v", d, err)
 	}
@@ -87,7 +91,8 @@ func TestParseDecision(t *testing.T) {
 		[]any{int64(0), int64(1), int64(1)},           // one limit missing
 		[]any{int64(-1), int64(0), int64(0), int64(0)},
 		[]any{int64(0), int64(-5), int64(1), int64(0)},
-		[]any{int64(0), int64(5), int64(1), int64(-maxWaitMicros - 1)},
+		[]any{int64(0), int64(5), int64(1), int64(-maxNextMicros - 1)},
+		[]any{int64(0), int64(5), int64(1), int64(maxWaitMicros + 1)},
 	} {
 		if _, err := parseDecision(bad, 1, 1); !errors.Is(err, errReply) {
 			t.Errorf("parseDecision(%v) = %v, want errReply", bad, err)

@@ -50,9 +50,9 @@ func parseDecision(v any, want, nlim int) (decision, error) {
 		n, ok := x.(int64)
 		// A wait that is negative, or too long to be a duration, is not a
 		// reply this script gives: treat it as a broken reply, not as data.
-		// A limit's next token may be due already (negative), but never
-		// further than a wait.
-		if !ok || n < -maxWaitMicros || n > maxWaitMicros {
+		// A limit's next token may be due long ago (negative, down to the
+		// script's floor), but never further ahead than a wait.
+		if !ok || n < -maxNextMicros || n > maxWaitMicros {
 			return decision{}, fmt.Errorf("%w: %v", errReply, v)
 		}
 	}
@@ -74,12 +74,20 @@ func (d decision) place(j int, limits []limitArg) (time.Duration, int64) {
 	}
 	var at, reason int64 = math.MinInt64, d.reason
 	for i, x := range d.next {
-		if p := x.(int64) + int64(j)*limits[i].interval; p > at {
+		// j intervals, but no more than a wait can hold, so that the sum
+		// cannot overflow (an interval is below 2^53 µs).
+		step := limits[i].interval
+		ahead := min(int64(j), maxWaitMicros/step+1) * step
+		if p := x.(int64) + ahead; p > at {
 			at, reason = p, limits[i].reason
 		}
 	}
-	return time.Duration(max(at, 0)) * time.Microsecond, reason
+	return time.Duration(min(max(at, 0), maxWaitMicros)) * time.Microsecond, reason
 }
+
+// maxNextMicros bounds how long ago decide.lua may say a limit's next
+// token was due: its floor, 2^53, where its doubles stop being exact.
+const maxNextMicros = int64(1) << 53
 
 // maxWaitMicros bounds a wait in a reply: a year, far beyond any limit's
 // period or MaxCooldown.
