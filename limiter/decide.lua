@@ -22,11 +22,11 @@
 -- reason, next_1, ..., next_L}: granted is the number of tokens taken,
 -- wait_us how long until one more could be taken and reason the code of
 -- the limit that decides it, or 3 when the boundary is paused by a
--- cooldown (wait_us is then the rest of the pause). next_i is, for each limit, µs from now until its next token after the
--- grant (negative when it is due already, and then no lower than
--- -want*interval, which means the same): a refused request j places
--- itself at the latest of next_i + j*interval_i, as if the refused requests
--- before it had queued.
+-- cooldown (wait_us is then the rest of the pause). next_i is, for each
+-- limit, µs from now until its next token after the grant (negative when
+-- it is due already, and then no lower than -want*interval, which means
+-- the same): a refused request j places itself at the latest of
+-- next_i + j*interval_i, as if the refused requests before it had queued.
 --
 -- GCRA: a limit with emission interval T and burst B allows k more requests
 -- now when tat + k*T - B*T <= now, where tat = max(stored TAT, now); taking
