@@ -6,10 +6,10 @@
 --
 -- KEYS[1]        the boundary's cooldown (see decide.lua).
 -- KEYS[2..L+1]   one string per limit holding its TAT (see decide.lua).
--- KEYS[L+2]      the queue: a hash, one field per owner
---                holding the slots (µs of Redis TIME, comma-separated) it
---                has reserved and not yet reached, after the latest it
---                reached within the lookahead.
+-- KEYS[L+2]      the queue: a hash, one field per owner holding the slots
+--                (µs of Redis TIME, comma-separated) it has reserved and
+--                not yet reached, after the latest it reached within the
+--                lookahead.
 -- ARGV[1]        the clock: 0 means Redis TIME; anything else is "now" in
 --                µs, which only tests send, so that queue order can be
 --                checked against a fake clock.
@@ -34,9 +34,10 @@
 --
 -- GCRA for n tokens at once: a limit with interval T and burst B has its
 -- next token due at max(now, tat + T - B*T), where tat = max(stored TAT,
--- now); taking it for a request sent at slot s moves tat to max(tat, s) + T. A slot is the latest of these over all
--- limits, so granting k requests takes k tokens from every limit and never
--- more than each limit grants. A refused request takes nothing; its place
+-- now); taking it for a request sent at slot s moves tat to
+-- max(tat, s) + T. A slot is the latest of these over all limits, so
+-- granting k requests takes k tokens from every limit and never more than
+-- each limit grants. A refused request takes nothing; its place
 -- counts the refused requests before it, as if they had queued.
 --
 -- The fair queue is round-robin by owner: an owner may hold at most its
