@@ -160,8 +160,12 @@ func noCancel() {}
 // one writer of c.out.
 func (c *call) run() (*http.Response, error) {
 	ctx := c.req.Context()
-	if resp, err, done := c.repeat(); done {
-		return resp, err
+	switch r := c.repeat(); {
+	case r.answer != nil:
+		return c.answer(r.answer)
+	case r.refused:
+		c.out.Class = ClassNotSent
+		return c.giveUp(nil, nil, ErrBudgetExhausted, noCancel)
 	}
 	if c.led != nil {
 		body, bodyErr := c.body.content(c.t.cfg.MaxBodyBuffer)

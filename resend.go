@@ -133,33 +133,38 @@ func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
 	return ids, lookup, n > 0
 }
 
-// repeat answers the call from an earlier give-up when it is an SDK's
-// re-send of it. A numbered re-send of a call given up on elsewhere (another
-// process, or too long ago) counts as a retry in the Budget, and is not
-// sent when the Budget refuses it. done reports that the call is answered.
-func (c *call) repeat() (resp *http.Response, err error, done bool) {
+// resent is what repeat found about a call that may be an SDK's re-send.
+type resent struct {
+	// answer is the earlier give-up that answers the call; nil when none
+	// does.
+	answer *giveUp
+	// refused reports a numbered re-send of a call given up on elsewhere
+	// that the Budget refused: it is not sent.
+	refused bool
+}
+
+// repeat tells whether the call is an SDK's re-send of an earlier give-up.
+// A numbered re-send of a call given up on elsewhere (another process, or
+// too long ago) counts as a retry in the Budget, and is not sent when the
+// Budget refuses it; a re-send answered from a give-up counts as a retry
+// whatever the Budget says. It writes nothing of the Outcome.
+func (c *call) repeat() resent {
 	if !c.resendable {
-		return nil, nil, false
+		return resent{}
 	}
 	_, lookup, numbered := c.resendIDs()
 	if len(lookup) == 0 {
-		return nil, nil, false
+		return resent{}
 	}
 	if g := c.t.gaveUp.get(lookup, c.t.clock.Now()); g != nil {
-		c.withdraw() // a retry, whatever the Budget says: nothing is sent
-		resp, err = c.answer(g)
-		return resp, err, true
+		c.withdraw() // nothing is sent, but the SDK did retry
+		return resent{answer: g}
 	}
 	if !numbered {
-		return nil, nil, false
+		return resent{}
 	}
 	c.numbered = true
-	if !c.withdraw() {
-		c.out.Class = ClassNotSent
-		resp, err = c.giveUp(nil, nil, ErrBudgetExhausted, func() {})
-		return resp, err, true
-	}
-	return nil, nil, false
+	return resent{refused: !c.withdraw()}
 }
 
 // answer ends a re-sent call with its give-up: the same response, or the
