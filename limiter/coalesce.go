@@ -138,19 +138,48 @@ func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run 
 
 // drive runs the batches of group k back to back, starting with batch,
 // until no caller is waiting. After each round trip it wakes the batch's
-// callers and yields once before it takes the next batch, so that callers
-// that were ready to ask again ride along instead of waiting a whole round
-// trip for the next one: a group commit, without a timer.
+// callers and lets them ask again before it takes the next batch (see
+// gather): a group commit, without a timer.
 func (c *coalescer) drive(k groupKey, batch []*pending, run runBatch) {
 	for {
 		// The batch carries its first caller's values, not its
 		// cancellation: the others depend on the round trip.
 		c.runAndDeliver(context.WithoutCancel(batch[0].ctx), k, batch, run)
-		runtime.Gosched()
+		c.gather(k, len(batch))
 		if batch = c.next(k); batch == nil {
 			return
 		}
 	}
+}
+
+// maxGatherYields bounds how many times gather yields per round trip.
+const maxGatherYields = 4
+
+// gather yields to the callers just woken, so that those ready to ask
+// again join the next batch instead of waiting a whole round trip for the
+// one after: it yields until the callers of the batch just delivered are
+// all waiting again, or a yield brought none more, at most
+// maxGatherYields times. At concurrency 16 that took batches from about 14
+// callers to about 15.7 (BenchmarkDecisions in bench/limiter).
+func (c *coalescer) gather(k groupKey, delivered int) {
+	// The first yield may only start the woken callers, so the check for
+	// a yield that brought none begins with the second.
+	want, last := c.waitingIn(k)+delivered, -1
+	for range maxGatherYields {
+		runtime.Gosched()
+		n := c.waitingIn(k)
+		if n >= want || n == last {
+			return
+		}
+		last = n
+	}
+}
+
+// waitingIn returns the number of callers of group k waiting for a batch.
+func (c *coalescer) waitingIn(k groupKey) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.groups[k].waiting)
 }
 
 // runAndDeliver runs batch and hands every caller its result.
