@@ -160,10 +160,10 @@ func noCancel() {}
 // one writer of c.out.
 func (c *call) run() (*http.Response, error) {
 	ctx := c.req.Context()
-	switch r := c.repeat(); {
-	case r.answer != nil:
-		return c.answer(r.answer)
-	case r.refused:
+	switch rc := c.repeat(); {
+	case rc.answer != nil:
+		return c.answer(rc.answer)
+	case rc.refused:
 		c.out.Class = ClassNotSent
 		return c.giveUp(nil, nil, ErrBudgetExhausted, noCancel)
 	}

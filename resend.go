@@ -133,8 +133,9 @@ func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
 	return ids, lookup, n > 0
 }
 
-// resent is what repeat found about a call that may be an SDK's re-send.
-type resent struct {
+// resendCheck is what repeat found about a call that may be an SDK's
+// re-send.
+type resendCheck struct {
 	// answer is the earlier give-up that answers the call; nil when none
 	// does.
 	answer *giveUp
@@ -148,23 +149,23 @@ type resent struct {
 // too long ago) counts as a retry in the Budget, and is not sent when the
 // Budget refuses it; a re-send answered from a give-up counts as a retry
 // whatever the Budget says. It writes nothing of the Outcome.
-func (c *call) repeat() resent {
+func (c *call) repeat() resendCheck {
 	if !c.resendable {
-		return resent{}
+		return resendCheck{}
 	}
 	_, lookup, numbered := c.resendIDs()
 	if len(lookup) == 0 {
-		return resent{}
+		return resendCheck{}
 	}
 	if g := c.t.gaveUp.get(lookup, c.t.clock.Now()); g != nil {
 		c.withdraw() // nothing is sent, but the SDK did retry
-		return resent{answer: g}
+		return resendCheck{answer: g}
 	}
 	if !numbered {
-		return resent{}
+		return resendCheck{}
 	}
 	c.numbered = true
-	return resent{refused: !c.withdraw()}
+	return resendCheck{refused: !c.withdraw()}
 }
 
 // answer ends a re-sent call with its give-up: the same response, or the

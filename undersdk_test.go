@@ -3,10 +3,12 @@ package retrybudget
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,6 +100,58 @@ func TestSDKNumberedResendOfAnUncertainPOSTIsNotSent(t *testing.T) {
 	_, _ = post(context.Background(), t, tr, p.URL, count("0"))
 	if n := len(p.requests()); n != 2 {
 		t.Fatalf("%d arrivals, want the new call sent", n)
+	}
+}
+
+// countingBudget records the Budget calls in order and allows a retry when
+// allow says so.
+type countingBudget struct {
+	mu    sync.Mutex // guards calls
+	calls []string
+	allow bool
+}
+
+func (b *countingBudget) Deposit(context.Context, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls = append(b.calls, "deposit")
+}
+
+func (b *countingBudget) Withdraw(context.Context, string) budget.Decision {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls = append(b.calls, "withdraw")
+	return budget.Decision{Allowed: b.allow}
+}
+
+// A numbered re-send of a call this Transport never saw (given up on by
+// another process, or too long ago) is a retry: it is withdrawn from the
+// Budget, never deposited, and not sent when the Budget refuses it.
+func TestSDKNumberedResendOfACallGivenUpElsewhere(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("budget allows %v", allow), func(t *testing.T) {
+			p := newProvider(t, status(200))
+			b := &countingBudget{allow: allow}
+			tr, _ := newFakeTransport(Config{Budget: b})
+			resp, err := post(context.Background(), t, tr, p.URL, http.Header{"X-Stainless-Retry-Count": {"1"}})
+			if got := strings.Join(b.calls, ","); got != "withdraw" {
+				t.Fatalf("Budget calls %q, want one withdraw and no deposit", got)
+			}
+			sent := len(p.requests())
+			if !allow {
+				var e *Error
+				if !errors.As(err, &e) || !errors.Is(err, ErrBudgetExhausted) || e.Class != ClassNotSent || e.Attempts != 0 || sent != 0 {
+					t.Fatalf("refused re-send: %v, %d arrivals; want ErrBudgetExhausted, not sent, 0 attempts", err, sent)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := finalOutcome(t, resp); o.Class != ClassSuccess || o.Attempts != 1 || sent != 1 {
+				t.Fatalf("allowed re-send: %+v, %d arrivals; want sent once", o, sent)
+			}
+		})
 	}
 }
 

@@ -47,7 +47,8 @@ const reasonQueue = 4
 // goroutine. Callers that arrive while a batch is in flight wait; when it
 // returns, a driver goroutine takes every waiter (up to max) as the next
 // batch and runs round trips back to back, each for the callers that
-// arrived during the one before, until none is waiting. So there is at
+// arrived during the one before or came back right after it (see gather),
+// until none is waiting. So there is at
 // most one round trip in flight per group, a lone caller pays exactly one
 // round trip and no goroutine, and n concurrent callers pay about two for
 // all of them.
@@ -144,27 +145,31 @@ func (c *coalescer) drive(k groupKey, batch []*pending, run runBatch) {
 	for {
 		// The batch carries its first caller's values, not its
 		// cancellation: the others depend on the round trip.
-		c.runAndDeliver(context.WithoutCancel(batch[0].ctx), k, batch, run)
-		c.gather(k, len(batch))
+		back := c.runAndDeliver(context.WithoutCancel(batch[0].ctx), k, batch, run)
+		c.gather(k, back)
 		if batch = c.next(k); batch == nil {
 			return
 		}
 	}
 }
 
-// maxGatherYields bounds how many times gather yields per round trip.
+// maxGatherYields bounds how many times gather yields per round trip: a
+// few yields are enough for the callers just woken to run on a small
+// machine's processors, and a waiting batch is held back by at most that
+// many turns of the scheduler (under CPU saturation, each is a whole
+// round of the runnable goroutines).
 const maxGatherYields = 4
 
 // gather yields to the callers just woken, so that those ready to ask
 // again join the next batch instead of waiting a whole round trip for the
-// one after: it yields until the callers of the batch just delivered are
-// all waiting again, or a yield brought none more, at most
-// maxGatherYields times. At concurrency 16 that took batches from about 14
-// callers to about 15.7 (BenchmarkDecisions in bench/limiter).
-func (c *coalescer) gather(k groupKey, delivered int) {
+// one after. It yields until want callers of group k are waiting (those
+// that waited already when the batch was delivered, plus the batch's own),
+// or a yield brought none more, at most maxGatherYields times. Only the
+// group's driver calls it, so the group exists throughout.
+func (c *coalescer) gather(k groupKey, want int) {
 	// The first yield may only start the woken callers, so the check for
 	// a yield that brought none begins with the second.
-	want, last := c.waitingIn(k)+delivered, -1
+	last := -1
 	for range maxGatherYields {
 		runtime.Gosched()
 		n := c.waitingIn(k)
@@ -175,20 +180,29 @@ func (c *coalescer) gather(k groupKey, delivered int) {
 	}
 }
 
-// waitingIn returns the number of callers of group k waiting for a batch.
+// waitingIn returns the number of callers waiting for group k's next
+// batch; zero when the group has ended.
 func (c *coalescer) waitingIn(k groupKey) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.groups[k].waiting)
+	if g, ok := c.groups[k]; ok {
+		return len(g.waiting)
+	}
+	return 0
 }
 
-// runAndDeliver runs batch and hands every caller its result.
-func (c *coalescer) runAndDeliver(ctx context.Context, k groupKey, batch []*pending, run runBatch) {
+// runAndDeliver runs batch and hands every caller its result. It returns
+// the number of callers waiting once all of them are back: those waiting
+// before any was answered, plus the batch's own.
+func (c *coalescer) runAndDeliver(ctx context.Context, k groupKey, batch []*pending, run runBatch) int {
 	ins := make([]slotRequest, len(batch))
 	for i, p := range batch {
 		ins[i] = p.in
 	}
 	outs, err := run(ctx, k, ins)
+	// Counted before the first answer, so that a caller quick to ask
+	// again is not counted twice.
+	back := c.waitingIn(k) + len(batch)
 	for i, p := range batch {
 		p.err = err
 		if err == nil {
@@ -196,6 +210,7 @@ func (c *coalescer) runAndDeliver(ctx context.Context, k groupKey, batch []*pend
 		}
 		close(p.done)
 	}
+	return back
 }
 
 // next takes up to max waiting callers of group k as its next batch, or

@@ -165,13 +165,7 @@ func (g *gate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // waiters returns the number of callers waiting behind the round trip in
 // flight for boundary.
 func (l *Redis) waiters(boundary string) int {
-	c := &l.batch.coalescer
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if g, ok := c.groups[groupKey{boundary: boundary}]; ok {
-		return len(g.waiting)
-	}
-	return 0
+	return l.batch.coalescer.waitingIn(groupKey{boundary: boundary})
 }
 
 // lineUp starts n Allow calls on boundary "b" while the first is held in

@@ -150,8 +150,14 @@ func timed(t *testing.T, c int, d time.Duration, rt *roundTrips, op func(context
 	return n / time.Since(start).Seconds(), float64(rt.N.Load()) / n
 }
 
+// median returns the median of xs: the mean of the two middle values when
+// their number is even.
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	return s[len(s)/2]
+	n := len(s)
+	if n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[n/2]
 }
