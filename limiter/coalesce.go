@@ -48,10 +48,9 @@ const reasonQueue = 4
 // returns, a driver goroutine takes every waiter (up to max) as the next
 // batch and runs round trips back to back, each for the callers that
 // arrived during the one before or came back right after it (see gather),
-// until none is waiting. So there is at
-// most one round trip in flight per group, a lone caller pays exactly one
-// round trip and no goroutine, and n concurrent callers pay about two for
-// all of them.
+// until none is waiting. So there is at most one round trip in flight per
+// group, a lone caller pays exactly one round trip and no goroutine, and n
+// concurrent callers pay about two for all of them.
 type coalescer struct {
 	// mu guards groups and every group's waiting list.
 	mu sync.Mutex
