@@ -258,7 +258,7 @@ func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]
 	if err != nil {
 		return nil, err
 	}
-	_, outs, err := parseBatch(reply, len(ins))
+	outs, err := parseBatch(reply, len(ins))
 	return outs, err
 }
 
@@ -283,25 +283,26 @@ func (l *Redis) runCount(ctx context.Context, r Request, n int) ([]slotResult, e
 	return outs, nil
 }
 
-// parseBatch reads queue.lua's reply: Redis's now in µs, then five
+// parseBatch reads queue.lua's reply: Redis's now in µs, which the
+// decisions do not need (every wait is relative to it already), then five
 // integers per request.
-func parseBatch(v any, n int) (now int64, outs []slotResult, err error) {
+func parseBatch(v any, n int) ([]slotResult, error) {
 	vals, ok := v.([]any)
 	if !ok || len(vals) != 1+5*n {
-		return 0, nil, fmt.Errorf("%w: batch of %d: %v", errReply, n, v)
+		return nil, fmt.Errorf("%w: batch of %d: %v", errReply, n, v)
 	}
 	ints := make([]int64, len(vals))
 	for i, x := range vals {
 		if ints[i], ok = x.(int64); !ok {
-			return 0, nil, fmt.Errorf("%w: %v", errReply, v)
+			return nil, fmt.Errorf("%w: %v", errReply, v)
 		}
 	}
-	outs = make([]slotResult, n)
+	outs := make([]slotResult, n)
 	for j := range outs {
 		r := ints[1+5*j : 6+5*j]
 		if r[0] < 0 || r[0] > 1 || r[1] < 0 || r[1] > maxWaitMicros || r[2] < 0 || r[2] > maxWaitMicros ||
 			r[3] < 0 || r[3] > reasonQueue || r[4] < 0 || r[4] > maxDepth {
-			return 0, nil, fmt.Errorf("%w: request %d: %v", errReply, j, r)
+			return nil, fmt.Errorf("%w: request %d: %v", errReply, j, r)
 		}
 		outs[j] = slotResult{
 			granted: r[0] == 1,
@@ -311,7 +312,7 @@ func parseBatch(v any, n int) (now int64, outs []slotResult, err error) {
 			depth:   int(r[4]),
 		}
 	}
-	return ints[0], outs, nil
+	return outs, nil
 }
 
 // maxDepth bounds the slots one owner can hold: its weight, which

@@ -70,7 +70,7 @@ func FuzzParseBatch(f *testing.F) {
 	f.Add(int64(0), int64(0), int64(-5), int64(3), int64(9), int64(1), 2)
 	f.Fuzz(func(t *testing.T, now, granted, wait, retry, reason, depth int64, n int) {
 		reply := []any{now, granted, wait, retry, reason, depth}
-		_, outs, err := parseBatch(reply, n)
+		outs, err := parseBatch(reply, n)
 		if err != nil {
 			return
 		}
