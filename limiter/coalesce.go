@@ -258,8 +258,7 @@ func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]
 	if err != nil {
 		return nil, err
 	}
-	outs, err := parseBatch(reply, len(ins))
-	return outs, err
+	return parseBatch(reply, len(ins))
 }
 
 // runCount decides n requests of r's boundary and owner that may not

@@ -73,9 +73,9 @@
 // caller pays one round trip as before, in its own goroutine; while
 // callers keep arriving, one goroutine per boundary runs the round trips
 // back to back, yielding after each until the callers it just answered
-// ask again, so that they join the next (a group commit, with no timer): n concurrent callers pay
-// one or two round trips for all of them. RedisConfig.MaxBatch bounds a
-// batch (256); 1 turns coalescing off.
+// ask again, so that they join the next (a group commit, with no timer):
+// n concurrent callers pay one or two round trips for all of them.
+// RedisConfig.MaxBatch bounds a batch (256); 1 turns coalescing off.
 //
 // # Fairness
 //
