@@ -8,7 +8,7 @@
 // ended becomes one of River's verbs:
 //
 //	worker returned nil                          -> completed
-//	capacity "not now" with RetryAt ahead        -> river.JobSnooze until RetryAt
+//	capacity "not now" with a RetryAt            -> river.JobSnooze until RetryAt
 //	  (429/503 Retry-After past MaxWait, rate limiter, action held elsewhere)
 //	ErrRejected (business error), ErrConflict    -> river.JobCancel with the reason
 //	ErrUncertain (may have been applied)         -> river.JobCancel wrapping ErrHeld

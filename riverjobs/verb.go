@@ -70,10 +70,13 @@ type Decision struct {
 // times the job has been snoozed; now is the current time; spread is a
 // random extra time for a snooze, in [0, Config.SnoozeSpread].
 //
-// Only "not now" snoozes: a RetryAt still ahead that someone who knows
-// named (see notNow). A RetryAt that is only the next backoff step after
-// failures goes to River's retry as its floor, so a provider that keeps
-// failing uses up the job's attempts instead of snoozing the job forever.
+// Only "not now" snoozes: a RetryAt that someone who knows named (see
+// notNow). It snoozes even when that time has passed by now (the run's
+// ledger and database work outlasted the wait), for the spread alone:
+// nothing failed, so no attempt is counted. A RetryAt that is only the
+// next backoff step after failures goes to River's retry as its floor, so
+// a provider that keeps failing uses up the job's attempts instead of
+// snoozing the job forever.
 func Decide(cfg Config, err error, o retrybudget.Outcome, ok bool, snoozes int, now time.Time, spread time.Duration) Decision {
 	cfg = cfg.withDefaults()
 	var rbErr *retrybudget.Error
@@ -97,8 +100,8 @@ func Decide(cfg Config, err error, o retrybudget.Outcome, ok bool, snoozes int, 
 		d.Verb = VerbHold
 	case errors.Is(o.Reason, retrybudget.ErrRejected), errors.Is(o.Reason, retrybudget.ErrConflict):
 		d.Verb = VerbCancel
-	case notNow(o.Reason) && o.RetryAt.After(now) && snoozes < cfg.MaxSnoozes:
-		d.Verb, d.Until = VerbSnooze, o.RetryAt.Add(max(spread, 0))
+	case notNow(o.Reason) && !o.RetryAt.IsZero() && snoozes < cfg.MaxSnoozes:
+		d.Verb, d.Until = VerbSnooze, later(o.RetryAt, now).Add(max(spread, 0))
 	default:
 		d.Verb, d.Until = VerbRetry, o.RetryAt
 	}
@@ -119,4 +122,12 @@ func notNow(reason error) bool {
 		}
 	}
 	return false
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
