@@ -243,9 +243,20 @@ func testLedgerLongCallKeepsItsLease(t *testing.T, store ledger.Store) {
 	arrived, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	p.mu.Lock()
-	p.hold = func() { once.Do(func() { close(arrived); <-release }) }
+	// Only the first arrival is held: a second one (a regression) is
+	// counted as an effect instead of waiting behind the first forever.
+	p.hold = func() {
+		first := false
+		once.Do(func() { first = true; close(arrived) })
+		if first {
+			<-release
+		}
+	}
 	p.mu.Unlock()
-	cfg := Config{Ledger: LedgerConfig{Store: store, Lease: 150 * time.Millisecond}, KeysHonoured: true}
+	// The lease is long enough that a stall of a few hundred milliseconds
+	// on a loaded machine does not let it lapse between renewals.
+	const lease = 600 * time.Millisecond
+	cfg := Config{Ledger: LedgerConfig{Store: store, Lease: lease}, KeysHonoured: true}
 	done := make(chan error, 1)
 	go func() {
 		resp, err := chargeTo(t, New(cfg), p.URL, order, `{"amount":100}`)
@@ -257,7 +268,7 @@ func testLedgerLongCallKeepsItsLease(t *testing.T, store ledger.Store) {
 	<-arrived
 	// Three leases later, a second worker must still see the action as
 	// pending: it was renewed, not abandoned.
-	deadline := time.Now().Add(450 * time.Millisecond)
+	deadline := time.Now().Add(3 * lease)
 	for time.Now().Before(deadline) {
 		_, err := chargeTo(t, New(cfg), p.URL, order, `{"amount":100}`)
 		if !errors.Is(err, ErrPending) {

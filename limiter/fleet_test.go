@@ -152,8 +152,10 @@ func runFleet(t *testing.T, mode, redisAddr string, d time.Duration, outageAfter
 			f.tooMany++
 		}
 		// The worker that got the 503 pauses everyone for Retry-After
-		// (1s); arrivals that left before it are let off by 50ms.
-		if !p.outage.IsZero() && a.at.After(p.outage.Add(50*time.Millisecond)) && a.at.Before(p.outage.Add(950*time.Millisecond)) {
+		// (1s); arrivals that left before the pause reached Redis (the
+		// 503's way back, the worker's Cooldown round trip, a stall of a
+		// loaded machine) are let off by 300ms.
+		if !p.outage.IsZero() && a.at.After(p.outage.Add(300*time.Millisecond)) && a.at.Before(p.outage.Add(950*time.Millisecond)) {
 			f.duringPause++
 		}
 	}

@@ -340,14 +340,18 @@ func testRedisLease(t *testing.T, tg target) {
 
 	// Unused leased tokens expire after LeaseTTL: the next decision goes
 	// back to Redis.
+	// The lease's time is the process's clock, faked here so that a slow
+	// round trip cannot use up the TTL.
 	l3 := newTestRedis(t, rdb, prefix, RedisConfig{Limits: []Limit{PerSecond(1000).WithBurst(100)}, Lease: 10, LeaseTTL: 20 * time.Millisecond})
+	clk := &fakeClock{t: time.Now()}
+	l3.now = clk.Now
 	allow(t, l3, Request{Boundary: "ttl"})
 	rt.N.Store(0)
 	allow(t, l3, Request{Boundary: "ttl"})
 	if n := rt.N.Load(); n != 0 {
 		t.Fatalf("%d round trips within the lease TTL, want 0", n)
 	}
-	time.Sleep(30 * time.Millisecond)
+	clk.Add(30 * time.Millisecond)
 	allow(t, l3, Request{Boundary: "ttl"})
 	if n := rt.N.Load(); n != 1 {
 		t.Fatalf("%d round trips after the lease expired, want 1", n)
