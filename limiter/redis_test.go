@@ -100,11 +100,15 @@ func TestRedis(t *testing.T) {
 }
 
 // testRedisBurst: an idle boundary allows exactly Burst requests at once,
-// the next one is refused with the emission interval to wait.
+// the next one is refused with the emission interval to wait. The script
+// runs on a fake clock, so that the answer is exact however long the round
+// trips take.
 func testRedisBurst(t *testing.T, tg target) {
 	l := newTestRedis(t, tg.newClient(t), redistest.Prefix(t), RedisConfig{
 		Limits: []Limit{{Rate: 10, Burst: 3}},
 	})
+	clk := &fakeClock{t: time.Now()}
+	l.now, l.scriptNow = clk.Now, clk.Now
 	r := Request{Boundary: "b"}
 	for i := 0; i < 3; i++ {
 		if d := allow(t, l, r); !d.Allowed {
@@ -115,7 +119,9 @@ func testRedisBurst(t *testing.T, tg target) {
 	if d.Allowed || d.Reason != ReasonRate {
 		t.Fatalf("4th request: %+v, want refused by rate", d)
 	}
-	within(t, "RetryAfter", d.RetryAfter, 50*time.Millisecond, 100*time.Millisecond)
+	if d.RetryAfter != 100*time.Millisecond {
+		t.Fatalf("4th request: RetryAfter %v, want the emission interval, 100ms", d.RetryAfter)
+	}
 
 	// Redis rate-limiting issue trackers are full of "Rate N allows 2N at
 	// once"; with a long period there is no refill to blame.
@@ -133,25 +139,33 @@ func testRedisBurst(t *testing.T, tg target) {
 	}
 }
 
-// testRedisEdge: RetryAfter is exact to within scheduling: waiting a bit
-// less is refused, waiting RetryAfter is enough.
+// testRedisEdge: RetryAfter is exact: waiting a bit less is refused,
+// waiting RetryAfter is enough. The script runs on a fake clock, so that a
+// slow round trip cannot blur the edge.
 func testRedisEdge(t *testing.T, tg target) {
 	l := newTestRedis(t, tg.newClient(t), redistest.Prefix(t), RedisConfig{
 		Limits: []Limit{PerSecond(5)}, // one per 200ms
 	})
+	clk := &fakeClock{t: time.Now()}
+	l.now, l.scriptNow = clk.Now, clk.Now
 	r := Request{Boundary: "b"}
 	if d := allow(t, l, r); !d.Allowed {
 		t.Fatalf("first request refused: %+v", d)
 	}
 	d := allow(t, l, r)
-	within(t, "RetryAfter", d.RetryAfter, 150*time.Millisecond, 200*time.Millisecond)
-	time.Sleep(d.RetryAfter - 40*time.Millisecond)
-	d = allow(t, l, r)
-	if d.Allowed {
-		t.Fatal("allowed 40ms before RetryAfter")
+	if d.Allowed || d.RetryAfter != 200*time.Millisecond {
+		t.Fatalf("second request at once: %+v, want refused for 200ms", d)
 	}
-	within(t, "RetryAfter", d.RetryAfter, time.Microsecond, 40*time.Millisecond)
-	time.Sleep(d.RetryAfter)
+	clk.Add(d.RetryAfter - 40*time.Millisecond)
+	d = allow(t, l, r)
+	if d.Allowed || d.RetryAfter != 40*time.Millisecond {
+		t.Fatalf("40ms before RetryAfter: %+v, want refused for 40ms", d)
+	}
+	clk.Add(d.RetryAfter - time.Microsecond)
+	if d := allow(t, l, r); d.Allowed || d.RetryAfter != time.Microsecond {
+		t.Fatalf("1µs before RetryAfter: %+v, want refused for 1µs", d)
+	}
+	clk.Add(time.Microsecond)
 	if d := allow(t, l, r); !d.Allowed {
 		t.Fatalf("refused after waiting RetryAfter: %+v", d)
 	}
@@ -271,8 +285,11 @@ func testRedisCooldown(t *testing.T, tg target) {
 	if d := allow(t, b, r); !d.Allowed {
 		t.Fatalf("before cooldown: %+v", d)
 	}
+	// The pause is long enough that a stalled machine is still inside it
+	// for the checks below; the bounds use the time actually spent.
+	const pause = time.Second
 	start := time.Now()
-	if err := a.Cooldown(context.Background(), "shared", start.Add(300*time.Millisecond)); err != nil {
+	if err := a.Cooldown(context.Background(), "shared", start.Add(pause)); err != nil {
 		t.Fatal(err)
 	}
 	// A shorter cooldown from someone else does not shorten the pause.
@@ -283,11 +300,12 @@ func testRedisCooldown(t *testing.T, tg target) {
 	// it about the pause.
 	c := newTestRedis(t, tg.newClient(t), prefix, cfg)
 	d := allow(t, c, r)
+	elapsed := time.Since(start)
 	if d.Allowed || d.Reason != ReasonCooldown {
 		t.Fatalf("after another worker's cooldown: %+v, want refused by cooldown", d)
 	}
-	within(t, "RetryAfter", d.RetryAfter, 200*time.Millisecond, 300*time.Millisecond)
-	within(t, "CooldownUntil", d.CooldownUntil.Sub(start), 250*time.Millisecond, 350*time.Millisecond)
+	within(t, "RetryAfter", d.RetryAfter, pause-elapsed-5*time.Millisecond, pause)
+	within(t, "CooldownUntil", d.CooldownUntil.Sub(start), pause-50*time.Millisecond, pause+50*time.Millisecond)
 	if d := allow(t, c, Request{Boundary: "other"}); !d.Allowed {
 		t.Fatalf("other boundary paused too: %+v", d)
 	}
