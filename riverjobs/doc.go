@@ -8,8 +8,11 @@
 // ended becomes one of River's verbs:
 //
 //	worker returned nil                          -> completed
-//	capacity "not now" with a RetryAt            -> river.JobSnooze until RetryAt
-//	  (429/503 Retry-After past MaxWait, rate limiter, action held elsewhere)
+//	capacity "not now" with RetryAt ahead        -> river.JobSnooze until RetryAt
+//	  (429/503 Retry-After past MaxWait, rate limiter, action held elsewhere,
+//	  the retry budget refusing the provider's time); for the rate limiter
+//	  and an action held elsewhere also a RetryAt the run outlasted
+//	  (snoozed from now)
 //	ErrRejected (business error), ErrConflict    -> river.JobCancel with the reason
 //	ErrUncertain (may have been applied)         -> river.JobCancel wrapping ErrHeld
 //	anything else                                -> River's retry, no sooner than RetryAt

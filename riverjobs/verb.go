@@ -70,10 +70,13 @@ type Decision struct {
 // times the job has been snoozed; now is the current time; spread is a
 // random extra time for a snooze, in [0, Config.SnoozeSpread].
 //
-// Only "not now" snoozes: a RetryAt that someone who knows named (see
-// notNow). It snoozes even when that time has passed by now (the run's
-// ledger and database work outlasted the wait), for the spread alone:
-// nothing failed, so no attempt is counted. A RetryAt that is only the
+// Only "not now" snoozes: a RetryAt still ahead that someone who knows
+// named (see notNow). A time already passed snoozes too, for the spread
+// alone, when the next run is held at a gate before anything is sent (see
+// gated): the run's own ledger and database work outlasted the wait, and
+// nothing failed that an attempt should count. A provider's time that has
+// passed (Retry-After: 0 from a failing provider) goes to River's retry,
+// whose backoff the next run then waits out. A RetryAt that is only the
 // next backoff step after failures goes to River's retry as its floor, so
 // a provider that keeps failing uses up the job's attempts instead of
 // snoozing the job forever.
@@ -100,8 +103,13 @@ func Decide(cfg Config, err error, o retrybudget.Outcome, ok bool, snoozes int, 
 		d.Verb = VerbHold
 	case errors.Is(o.Reason, retrybudget.ErrRejected), errors.Is(o.Reason, retrybudget.ErrConflict):
 		d.Verb = VerbCancel
-	case notNow(o.Reason) && !o.RetryAt.IsZero() && snoozes < cfg.MaxSnoozes:
-		d.Verb, d.Until = VerbSnooze, later(o.RetryAt, now).Add(max(spread, 0))
+	case notNow(o.Reason) && snoozes < cfg.MaxSnoozes &&
+		(o.RetryAt.After(now) || (gated(o.Reason) && !o.RetryAt.IsZero())):
+		from := o.RetryAt
+		if from.Before(now) {
+			from = now
+		}
+		d.Verb, d.Until = VerbSnooze, from.Add(max(spread, 0))
 	default:
 		d.Verb, d.Until = VerbRetry, o.RetryAt
 	}
@@ -124,10 +132,10 @@ func notNow(reason error) bool {
 	return false
 }
 
-// later returns the later of a and b.
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
+// gated reports whether reason is a "not now" whose next run waits at a
+// gate of the Transport before anything is sent: the rate limiter, or the
+// ledger while another owner holds the action. A run that comes back too
+// early is held there again, never sent.
+func gated(reason error) bool {
+	return errors.Is(reason, retrybudget.ErrRateLimited) || errors.Is(reason, retrybudget.ErrPending)
 }

@@ -43,6 +43,9 @@ func TestDecide(t *testing.T) {
 		{name: "not-now time reached", err: asErr(gaveUp(retrybudget.ErrRateLimited, retrybudget.ClassCapacity, now)), verb: riverjobs.VerbSnooze, until: now},
 		{name: "not-now time passed during the run", err: asErr(gaveUp(retrybudget.ErrRateLimited, retrybudget.ClassCapacity, now.Add(-time.Second))), verb: riverjobs.VerbSnooze, until: now},
 		{name: "not-now without a time", err: asErr(gaveUp(retrybudget.ErrRateLimited, retrybudget.ClassCapacity, time.Time{})), verb: riverjobs.VerbRetry},
+		{name: "held elsewhere, time passed during the run", err: asErr(gaveUp(retrybudget.ErrPending, retrybudget.ClassCapacity, now.Add(-time.Second))), verb: riverjobs.VerbSnooze, until: now},
+		{name: "budget refused a provider time already past", err: asErr(gaveUp(retrybudget.ErrBudgetExhausted, retrybudget.ClassCapacity, now)), verb: riverjobs.VerbRetry, until: now},
+		{name: "Retry-After past MaxWait, time passed during the run", err: asErr(gaveUp(retrybudget.ErrWaitTooLong, retrybudget.ClassCapacity, now.Add(-time.Second))), verb: riverjobs.VerbRetry, until: now.Add(-time.Second)},
 		{name: "attempts exhausted on 503s", err: asErr(gaveUp(retrybudget.ErrAttemptsExhausted, retrybudget.ClassCapacity, later)), verb: riverjobs.VerbRetry, until: later},
 		{name: "deadline", err: asErr(gaveUp(retrybudget.ErrDeadline, retrybudget.ClassServer, later)), verb: riverjobs.VerbRetry, until: later},
 		{name: "ledger down", err: asErr(gaveUp(retrybudget.ErrLedger, retrybudget.ClassNotSent, time.Time{})), verb: riverjobs.VerbRetry},
@@ -70,6 +73,17 @@ func TestDecideSnoozeSpread(t *testing.T) {
 	}
 	if d.Outcome == nil || d.Outcome.Reason != retrybudget.ErrRateLimited {
 		t.Errorf("Outcome = %+v; want the one decided on", d.Outcome)
+	}
+}
+
+// A gated not-now time that passed during the run snoozes for the spread
+// alone, from now.
+func TestDecideSnoozeSpreadAfterAPassedTime(t *testing.T) {
+	now := time.Now()
+	o := retrybudget.Outcome{Reason: retrybudget.ErrRateLimited, Class: retrybudget.ClassCapacity, RetryAt: now.Add(-time.Second)}
+	d := riverjobs.Decide(riverjobs.Config{}, o.Err(), o, true, 0, now, 40*time.Millisecond)
+	if want := now.Add(40 * time.Millisecond); d.Verb != riverjobs.VerbSnooze || !d.Until.Equal(want) {
+		t.Errorf("Decide = %s until %v; want snoozed until now plus the spread, %v", d.Verb, d.Until, want)
 	}
 }
 
