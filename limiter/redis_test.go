@@ -83,6 +83,14 @@ func within(t *testing.T, what string, d, lo, hi time.Duration) {
 	}
 }
 
+// clockScripts puts l and its scripts on a fake clock starting now, so
+// that an answer is exact however long its round trip takes.
+func clockScripts(l *Redis) *fakeClock {
+	clk := &fakeClock{t: time.Now()}
+	l.now, l.scriptNow = clk.Now, clk.Now
+	return clk
+}
+
 func TestRedis(t *testing.T) {
 	for _, tg := range targets(t) {
 		t.Run(tg.name, func(t *testing.T) {
@@ -107,8 +115,7 @@ func testRedisBurst(t *testing.T, tg target) {
 	l := newTestRedis(t, tg.newClient(t), redistest.Prefix(t), RedisConfig{
 		Limits: []Limit{{Rate: 10, Burst: 3}},
 	})
-	clk := &fakeClock{t: time.Now()}
-	l.now, l.scriptNow = clk.Now, clk.Now
+	clockScripts(l)
 	r := Request{Boundary: "b"}
 	for i := 0; i < 3; i++ {
 		if d := allow(t, l, r); !d.Allowed {
@@ -146,8 +153,7 @@ func testRedisEdge(t *testing.T, tg target) {
 	l := newTestRedis(t, tg.newClient(t), redistest.Prefix(t), RedisConfig{
 		Limits: []Limit{PerSecond(5)}, // one per 200ms
 	})
-	clk := &fakeClock{t: time.Now()}
-	l.now, l.scriptNow = clk.Now, clk.Now
+	clk := clockScripts(l)
 	r := Request{Boundary: "b"}
 	if d := allow(t, l, r); !d.Allowed {
 		t.Fatalf("first request refused: %+v", d)

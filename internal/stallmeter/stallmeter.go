@@ -58,6 +58,17 @@ func (m *Meter) Worst() time.Duration {
 	return time.Duration(m.worst.Load())
 }
 
+// Excused reports whether an operation that took took stayed within bound
+// once the machine's stalls are added to it, and the lateness it allowed.
+// A test fails when ok is false, and logs late when took exceeded bound.
+func (m *Meter) Excused(took, bound time.Duration) (late time.Duration, ok bool) {
+	if took <= bound {
+		return 0, true
+	}
+	late = m.Lateness()
+	return late, took <= bound+late
+}
+
 // Close stops the meter and waits for its goroutine to end.
 func (m *Meter) Close() {
 	close(m.stop)
