@@ -43,6 +43,9 @@ type PaymentWorker struct {
 	// After, when set, runs after a successful charge; its error fails the
 	// job as a worker's own failure would.
 	After func(job *river.Job[PaymentArgs]) error
+	// Failed, when set, runs when the charge failed with err, before the
+	// worker returns it: the rest of a run's work, however long it takes.
+	Failed func(err error)
 }
 
 // Work implements river.Worker.
@@ -54,6 +57,9 @@ func (w *PaymentWorker) Work(ctx context.Context, job *river.Job[PaymentArgs]) e
 	}
 	resp, err := w.Client.Do(req)
 	if err != nil {
+		if w.Failed != nil {
+			w.Failed(err)
+		}
 		return err
 	}
 	resp.Body.Close()
@@ -85,6 +91,7 @@ type harnessOpts struct {
 	transport retrybudget.Config // Base, Ledger and MaxWait are filled in when zero
 	mw        riverjobs.Config
 	after     func(job *river.Job[PaymentArgs]) error
+	failed    func(err error)
 	workers   int
 }
 
@@ -115,7 +122,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	h.mw = riverjobs.New(o.mw)
 	h.worker = &PaymentWorker{
 		Client: &http.Client{Transport: riverjobs.Record(retrybudget.New(o.transport))},
-		URL:    h.provider.URL, After: o.after,
+		URL:    h.provider.URL, After: o.after, Failed: o.failed,
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, h.worker)

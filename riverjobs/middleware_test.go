@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/limiter"
 	"github.com/retrybudget/retrybudget/riverjobs"
 	"github.com/retrybudget/retrybudget/riverjobs/internal/fakeprovider"
 )
@@ -173,6 +175,71 @@ func TestUncertainIsHeldNotResent(t *testing.T) {
 	}
 	if n := h.provider.Stats().Arrivals; n != 0 {
 		t.Errorf("provider arrivals = %d; want 0", n)
+	}
+}
+
+// refuseFirst is a Limiter that refuses its first request for wait and
+// allows every later one.
+type refuseFirst struct {
+	wait    time.Duration
+	refused atomic.Bool
+}
+
+func (l *refuseFirst) Allow(context.Context, limiter.Request) (limiter.Decision, error) {
+	if l.refused.CompareAndSwap(false, true) {
+		return limiter.Decision{RetryAfter: l.wait, Reason: limiter.ReasonRate}, nil
+	}
+	return limiter.Decision{Allowed: true}, nil
+}
+
+func (l *refuseFirst) Cooldown(context.Context, string, time.Time) error { return nil }
+
+// A job the rate limiter refused, whose run then outlasts the limiter's
+// wait (its ledger and database work on a slow machine), is snoozed, not
+// failed: nothing was sent and no River attempt is spent. Its next run
+// passes the limiter and charges once.
+func TestRateLimitedRunThatOutlastsItsWaitIsSnoozed(t *testing.T) {
+	retryAts := make(chan time.Time, 1) // the limiter's retry-at, as the worker saw it
+	h := newHarness(t, harnessOpts{
+		transport: retrybudget.Config{Limiter: &refuseFirst{wait: 20 * time.Millisecond}, MaxWait: time.Millisecond},
+		// The rest of the run takes until the limiter's time has passed.
+		failed: func(err error) {
+			var rbErr *retrybudget.Error
+			if errors.As(err, &rbErr) {
+				retryAts <- rbErr.Outcome.RetryAt
+				time.Sleep(time.Until(rbErr.Outcome.RetryAt) + time.Millisecond)
+			}
+		},
+	})
+	job := h.insert(t, PaymentArgs{Tenant: "acme", Order: "o-passed", Amount: 1}, nil)
+	ev := h.await(t, job.ID, eventWait, river.EventKindJobSnoozed, river.EventKindJobFailed)
+	if ev.Kind != river.EventKindJobSnoozed {
+		t.Fatalf("first run: %s; want snoozed (metadata %s)", ev.Kind, ev.Job.Metadata)
+	}
+	r := report(t, ev.Job)
+	if r.Verb != "snoozed" || !strings.Contains(r.Reason, "rate limit") || r.RetryAt == nil {
+		t.Fatalf("report = %+v; want snoozed by the rate limiter with a retry-at", r)
+	}
+	// The run outlasted the limiter's time: the job snoozes from when
+	// it ended, not from a time already past.
+	var retryAt time.Time
+	select {
+	case retryAt = <-retryAts:
+	default:
+		t.Fatal("the worker saw no retrybudget.Error from the refused call")
+	}
+	if retryAt.IsZero() || !r.At.After(retryAt) || r.RetryAt.Before(r.At) {
+		t.Errorf("run ended %v, limiter's retry-at %v, snoozed until %v; want the run past the limiter's time and the snooze from its end", r.At, retryAt, r.RetryAt)
+	}
+	ev = h.await(t, job.ID, eventWait, river.EventKindJobCompleted, river.EventKindJobFailed)
+	if ev.Kind != river.EventKindJobCompleted {
+		t.Fatalf("second run: %s; want completed (metadata %s)", ev.Kind, ev.Job.Metadata)
+	}
+	if got := h.job(t, job.ID); got.Attempt != 1 || len(got.Errors) != 0 {
+		t.Errorf("River attempt %d, errors %d; want 1 (the completing run; a snooze burns none), 0", got.Attempt, len(got.Errors))
+	}
+	if s := h.provider.Stats(); s.Effects != 1 || s.Arrivals != 1 {
+		t.Errorf("provider effects %d, arrivals %d; want 1, 1", s.Effects, s.Arrivals)
 	}
 }
 
