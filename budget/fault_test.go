@@ -174,12 +174,12 @@ func checkOutage(t *testing.T, b *Redis, ref *Local, depositBoth func(int), poli
 		d := b.Withdraw(context.Background(), faultDest)
 		took := time.Since(start)
 		slowest = max(slowest, took)
+		probed := !b.health.NextProbe().Equal(probe)
 		if late, ok := stalls.Excused(took, faultTimeout+faultSlack); !ok {
 			t.Fatalf("decision %d took %v with Redis down (probed Redis: %v; the machine stalled up to %v); timeout %v",
-				n, took, !b.health.NextProbe().Equal(probe), late, faultTimeout)
+				n, took, probed, late, faultTimeout)
 		} else if late > 0 {
-			t.Logf("decision %d took %v (probed Redis: %v), but the machine stalled sleeping goroutines up to %v",
-				n, took, !b.health.NextProbe().Equal(probe), late)
+			t.Logf("decision %d took %v (probed Redis: %v), but the machine stalled sleeping goroutines up to %v", n, took, probed, late)
 		}
 		if !d.Fallback {
 			t.Fatalf("decision %d: %+v with Redis down; want Fallback", n, d)

@@ -367,8 +367,7 @@ func testRedisLease(t *testing.T, tg target) {
 	// The lease's time is the process's clock, faked here so that a slow
 	// round trip cannot use up the TTL.
 	l3 := newTestRedis(t, rdb, prefix, RedisConfig{Limits: []Limit{PerSecond(1000).WithBurst(100)}, Lease: 10, LeaseTTL: 20 * time.Millisecond})
-	clk := &fakeClock{t: time.Now()}
-	l3.now = clk.Now
+	clk := clockScripts(l3)
 	allow(t, l3, Request{Boundary: "ttl"})
 	rt.N.Store(0)
 	allow(t, l3, Request{Boundary: "ttl"})
