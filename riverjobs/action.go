@@ -19,6 +19,12 @@ import (
 // cancelled rather than sent under a key that a second run would not share.
 var ErrNoActionKey = errors.New("riverjobs: job names no action key (set Config.KeyField or insert it with UniqueOpts)")
 
+// ErrNoTenant means Config.TenantField is set but a job's args lack that
+// field or hold it empty. Such a job is cancelled: run under the tenant ""
+// it would share one ledger namespace with every other job missing the
+// field, and could be answered with another tenant's stored outcome.
+var ErrNoTenant = errors.New("riverjobs: job names no tenant (its args lack Config.TenantField or hold it empty)")
+
 // ErrBadArgs means a field Config names could not be read from a job's
 // args: the args are not a JSON object, or the field is not a string or
 // number.
@@ -55,6 +61,9 @@ func ActionOf(cfg Config, job *rivertype.JobRow) (retrybudget.Action, error) {
 			}
 			vals[i] = v
 		}
+	}
+	if cfg.TenantField != "" && vals[0] == "" {
+		return retrybudget.Action{}, fmt.Errorf("%w: field %q", ErrNoTenant, cfg.TenantField)
 	}
 	a := retrybudget.Action{Tenant: vals[0], Operation: vals[1], Key: vals[2]}
 	if a.Operation == "" {

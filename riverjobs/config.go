@@ -13,6 +13,9 @@ const (
 	// DefaultMaxSnoozes is how many times a job is snoozed before a
 	// further "not now" counts as a failed attempt.
 	DefaultMaxSnoozes = 100
+	// DefaultMaxDelay bounds how far ahead one decision puts a job's next
+	// run (a snooze, or the floor of River's retry).
+	DefaultMaxDelay = time.Hour
 	// DefaultSnoozeSpread bounds the random time added to a snooze.
 	DefaultSnoozeSpread = 250 * time.Millisecond
 	// MetadataKey is the key of the job's metadata under which the
@@ -25,7 +28,9 @@ const (
 // operation is the job's kind and the key River's unique key.
 type Config struct {
 	// TenantField names the field of the job's args (a dot-separated path
-	// into nested objects) holding the tenant. Empty means no tenant.
+	// into nested objects) holding the tenant. Empty means no tenant. When
+	// set, a job whose args lack the field or hold it empty is cancelled
+	// with ErrNoTenant: it never falls back to the tenant "".
 	TenantField string
 	// OperationField names the field of the job's args holding the
 	// operation. Empty means the job's kind.
@@ -47,6 +52,13 @@ type Config struct {
 	// refused at one instant do not all come back at one instant. Zero
 	// means 250ms; a negative value adds none.
 	SnoozeSpread time.Duration
+	// MaxDelay caps how far ahead one decision puts the job's next run: a
+	// snooze ends, and River's retry is floored, at most MaxDelay after the
+	// run ended, whatever RetryAt a provider named (a hostile or broken
+	// Retry-After may name a century). A job that comes back early is asked
+	// again by the provider or held at the limiter, and snoozed again. Zero
+	// means one hour; a negative value means DefaultMaxDelay too.
+	MaxDelay time.Duration
 }
 
 // withDefaults returns c with every zero field replaced by its default.
@@ -56,6 +68,9 @@ func (c Config) withDefaults() Config {
 		c.MaxSnoozes = DefaultMaxSnoozes
 	case c.MaxSnoozes < 0:
 		c.MaxSnoozes = 0
+	}
+	if c.MaxDelay <= 0 {
+		c.MaxDelay = DefaultMaxDelay
 	}
 	switch {
 	case c.SnoozeSpread == 0:

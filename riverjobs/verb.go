@@ -79,7 +79,8 @@ type Decision struct {
 // whose backoff the next run then waits out. A RetryAt that is only the
 // next backoff step after failures goes to River's retry as its floor, so
 // a provider that keeps failing uses up the job's attempts instead of
-// snoozing the job forever.
+// snoozing the job forever. Until is never more than Config.MaxDelay
+// after now.
 func Decide(cfg Config, err error, o retrybudget.Outcome, ok bool, snoozes int, now time.Time, spread time.Duration) Decision {
 	cfg = cfg.withDefaults()
 	var rbErr *retrybudget.Error
@@ -112,6 +113,9 @@ func Decide(cfg Config, err error, o retrybudget.Outcome, ok bool, snoozes int, 
 		d.Verb, d.Until = VerbSnooze, from.Add(max(spread, 0))
 	default:
 		d.Verb, d.Until = VerbRetry, o.RetryAt
+	}
+	if latest := now.Add(cfg.MaxDelay); d.Until.After(latest) {
+		d.Until = latest
 	}
 	return d
 }

@@ -106,6 +106,40 @@ func TestVerbString(t *testing.T) {
 	}
 }
 
+// A Retry-After of a century (hostile or broken) must not park a job for a
+// century: a snooze, and the floor of River's retry, end at most MaxDelay
+// after the run.
+func TestDecideCapsHowFarAheadAJobRuns(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	century := now.Add(100 * 365 * 24 * time.Hour)
+	tests := []struct {
+		name   string
+		cfg    riverjobs.Config
+		reason error
+		verb   riverjobs.Verb
+		until  time.Time
+	}{
+		{name: "snooze, default cap", reason: retrybudget.ErrWaitTooLong, verb: riverjobs.VerbSnooze, until: now.Add(riverjobs.DefaultMaxDelay)},
+		{name: "snooze, own cap", cfg: riverjobs.Config{MaxDelay: 5 * time.Minute}, reason: retrybudget.ErrRateLimited, verb: riverjobs.VerbSnooze, until: now.Add(5 * time.Minute)},
+		{name: "retry floor, default cap", reason: retrybudget.ErrAttemptsExhausted, verb: riverjobs.VerbRetry, until: now.Add(riverjobs.DefaultMaxDelay)},
+		{name: "negative cap is the default", cfg: riverjobs.Config{MaxDelay: -1}, reason: retrybudget.ErrWaitTooLong, verb: riverjobs.VerbSnooze, until: now.Add(riverjobs.DefaultMaxDelay)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := retrybudget.Outcome{Reason: tt.reason, Class: retrybudget.ClassCapacity, RetryAt: century, Attempts: 1}
+			d := riverjobs.Decide(tt.cfg, o.Err(), o, true, 0, now, 0)
+			if d.Verb != tt.verb || !d.Until.Equal(tt.until) {
+				t.Fatalf("Decide = %v until %v; want %v until %v", d.Verb, d.Until, tt.verb, tt.until)
+			}
+		})
+	}
+	// A time within the cap is kept exactly.
+	o := retrybudget.Outcome{Reason: retrybudget.ErrWaitTooLong, Class: retrybudget.ClassCapacity, RetryAt: now.Add(time.Minute), Attempts: 1}
+	if d := riverjobs.Decide(riverjobs.Config{}, o.Err(), o, true, 0, now, 0); !d.Until.Equal(now.Add(time.Minute)) {
+		t.Fatalf("Until = %v; want %v", d.Until, now.Add(time.Minute))
+	}
+}
+
 func ExampleDecide() {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	// The provider asked for five minutes, more than the Transport's MaxWait.
