@@ -8,9 +8,9 @@ import "strings"
 // logs.
 //
 // The zero value, the default, hides them: no tenant, no Action key, no
-// idempotency key, and a limiter boundary only up to its first '#' (the
-// host, without the credential hash limiter.ByCredential and ByHeader put
-// after it). A tenant may be a customer's account ID, an action key may
+// idempotency key, and a limiter boundary or budget destination only up to
+// its first '#' (the host, without the credential hash
+// limiter.ByCredential and ByHeader put after it). A tenant may be a customer's account ID, an action key may
 // hold an order or card reference, and a credential hash is a target for
 // guessing; logs and telemetry are read by more people, and kept longer,
 // than the ledger. The operation, the host, the path and the class still
@@ -20,9 +20,13 @@ type Identities struct {
 	// ShowIdentities shows tenants, action keys, idempotency keys and
 	// whole boundaries. False, the default, hides them.
 	ShowIdentities bool
+	// OmitPath leaves the URL path out of every record, for providers
+	// that put a secret in the path (webhook URLs, bot tokens). False, the
+	// default, shows the path.
+	OmitPath bool
 }
 
-// Boundary returns how boundary b is shown: whole when identities are
+// Boundary returns how a limiter boundary or budget destination b is shown: whole when identities are
 // shown, else only up to its first '#'.
 func (i Identities) Boundary(b string) string {
 	if i.ShowIdentities {

@@ -36,15 +36,15 @@ import (
 // Credentials stay out of the logs: no header is logged (Authorization,
 // Cookie and API-key headers among them), nor any body, query string, URL
 // userinfo or RFC 9457 problem details, and a transport error is logged
-// without the URL that a *url.Error carries. The path is logged; when a
-// provider puts a secret in the path (webhook URLs, bot tokens), drop the
-// "path" attribute with the handler's ReplaceAttr.
+// without the URL that a *url.Error carries. The path is logged unless
+// ids.OmitPath is set: set it when a provider puts a secret in the path
+// (webhook URLs, bot tokens).
 //
 // Records are logged with the request's context, so a handler can add trace
 // and span IDs from it.
 //
 // Tenants, action keys, idempotency keys and the credential part of
-// limiter boundaries are left out unless ids.ShowIdentities is set (see
+// limiter boundaries and budget destinations are left out unless ids.ShowIdentities is set (see
 // Identities); at most one ids is used.
 func LogObserver(logger *slog.Logger, ids ...Identities) Observer {
 	if logger == nil {
@@ -79,7 +79,7 @@ func (l logObserver) attempt(ev AttemptEvent) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 10)
-	attrs = appendRequestAttrs(attrs, ev.Request)
+	attrs = l.appendRequestAttrs(attrs, ev.Request)
 	attrs = append(attrs, slog.Int("attempt", ev.Attempt))
 	attrs = appendKey(attrs, l.ids.Value(ev.Key))
 	attrs = append(attrs, slog.String("class", ev.Class.String()))
@@ -99,7 +99,7 @@ func (l logObserver) retry(ev RetryEvent) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 8)
-	attrs = appendRequestAttrs(attrs, ev.Request)
+	attrs = l.appendRequestAttrs(attrs, ev.Request)
 	attrs = append(attrs, slog.Int("attempt", ev.Attempt))
 	attrs = appendKey(attrs, l.ids.Value(ev.Key))
 	attrs = append(attrs, slog.String("class", ev.Class.String()), slog.Duration("delay", ev.Delay))
@@ -118,7 +118,7 @@ func (l logObserver) giveUp(ev GiveUpEvent) {
 	}
 	o := ev.Outcome
 	attrs := make([]slog.Attr, 0, 11)
-	attrs = appendRequestAttrs(attrs, ev.Request)
+	attrs = l.appendRequestAttrs(attrs, ev.Request)
 	attrs = append(attrs, slog.Int("attempts", o.Attempts))
 	attrs = appendKey(attrs, l.ids.Value(o.Key))
 	attrs = append(attrs, slog.String("class", o.Class.String()))
@@ -145,9 +145,9 @@ func (l logObserver) budget(ev BudgetEvent) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 8)
-	attrs = appendRequestAttrs(attrs, ev.Request)
+	attrs = l.appendRequestAttrs(attrs, ev.Request)
 	attrs = append(attrs,
-		slog.String("destination", ev.Destination),
+		slog.String("destination", l.ids.Boundary(ev.Destination)),
 		slog.Int64("deposits", ev.Decision.Deposits),
 		slog.Int64("retries", ev.Decision.Retries),
 		slog.Float64("ratio", ev.Decision.Ratio()),
@@ -166,7 +166,7 @@ func (l logObserver) limited(ev LimitEvent) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 8)
-	attrs = appendRequestAttrs(attrs, ev.Request)
+	attrs = l.appendRequestAttrs(attrs, ev.Request)
 	attrs = append(attrs, slog.String("boundary", l.ids.Boundary(ev.Boundary)), slog.Duration("wait", ev.Wait))
 	if ev.Decision.Reason != "" {
 		attrs = append(attrs, slog.String("reason", string(ev.Decision.Reason)))
@@ -186,7 +186,7 @@ func (l logObserver) cooldown(ev CooldownEvent) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 5)
-	attrs = appendRequestAttrs(attrs, ev.Request)
+	attrs = l.appendRequestAttrs(attrs, ev.Request)
 	attrs = append(attrs, slog.String("boundary", l.ids.Boundary(ev.Boundary)), slog.Time("until", ev.Until))
 	l.logger.LogAttrs(ctx, slog.LevelInfo, "retrybudget: boundary cooldown", attrs...)
 }
@@ -221,7 +221,7 @@ func (l logObserver) ledger(ev LedgerEvent) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 10)
-	attrs = appendRequestAttrs(attrs, ev.Request)
+	attrs = l.appendRequestAttrs(attrs, ev.Request)
 	attrs = l.appendAction(attrs, ev.Action)
 	if ev.Err != nil {
 		attrs = append(attrs, slog.String("op", ev.Op), slog.String("error", ErrorText(ev.Err)))
@@ -259,10 +259,10 @@ func (l logObserver) enabled(req *http.Request, level slog.Level) (context.Conte
 	return ctx, l.logger.Enabled(ctx, level)
 }
 
-// appendRequestAttrs appends the request's method, host and path. The query
-// string and userinfo are left out because they can carry credentials
-// (?api_key=..., https://user:password@host).
-func appendRequestAttrs(attrs []slog.Attr, req *http.Request) []slog.Attr {
+// appendRequestAttrs appends the request's method, host and path (unless
+// Identities.OmitPath). The query string and userinfo are left out because
+// they can carry credentials (?api_key=..., https://user:password@host).
+func (l logObserver) appendRequestAttrs(attrs []slog.Attr, req *http.Request) []slog.Attr {
 	if req == nil {
 		return attrs
 	}
@@ -272,7 +272,10 @@ func appendRequestAttrs(attrs []slog.Attr, req *http.Request) []slog.Attr {
 	}
 	attrs = append(attrs, slog.String("method", method))
 	if req.URL != nil {
-		attrs = append(attrs, slog.String("host", req.URL.Host), slog.String("path", req.URL.Path))
+		attrs = append(attrs, slog.String("host", req.URL.Host))
+		if !l.ids.OmitPath {
+			attrs = append(attrs, slog.String("path", req.URL.Path))
+		}
 	}
 	return attrs
 }

@@ -304,6 +304,44 @@ func TestLogObserverEvents(t *testing.T) {
 
 // TestLogObserverLevelFilter checks that a logger above Debug gets no
 // attempt records but still gets retries.
+// A budget destination holding a credential hash (limiter.ByCredential) is
+// logged only up to its '#', like a boundary, unless identities are shown.
+func TestLogObserverHidesTheDestinationsCredentialHash(t *testing.T) {
+	req, _ := http.NewRequest("POST", "https://api.example.com/v1/refunds", nil)
+	const dest, hash = "api.example.com#5e884898da280471", "5e884898da280471"
+	for _, show := range []bool{false, true} {
+		var buf bytes.Buffer
+		obs := retrybudget.LogObserver(slog.New(slog.NewJSONHandler(&buf, nil)), retrybudget.Identities{ShowIdentities: show})
+		obs.Budget(retrybudget.BudgetEvent{Request: req, Destination: dest})
+		if got := strings.Contains(buf.String(), hash); got != show {
+			t.Errorf("ShowIdentities=%v: credential hash logged = %v:\n%s", show, got, buf.String())
+		}
+		if !strings.Contains(buf.String(), `"destination":"api.example.com`) {
+			t.Errorf("ShowIdentities=%v: destination host not logged:\n%s", show, buf.String())
+		}
+	}
+}
+
+// OmitPath keeps a secret carried in the URL path (a webhook token) out of
+// every record; the host is still logged.
+func TestLogObserverOmitPath(t *testing.T) {
+	req, _ := http.NewRequest("POST", "https://hooks.example.com/services/T0/B0/xoxsecretpath", nil)
+	for _, omit := range []bool{false, true} {
+		var buf bytes.Buffer
+		obs := retrybudget.LogObserver(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			retrybudget.Identities{OmitPath: omit})
+		obs.Attempt(retrybudget.AttemptEvent{Request: req, Attempt: 1})
+		obs.GiveUp(retrybudget.GiveUpEvent{Request: req, Outcome: retrybudget.Outcome{Reason: retrybudget.ErrRejected}})
+		out := buf.String()
+		if got := strings.Contains(out, "xoxsecretpath"); got == omit {
+			t.Errorf("OmitPath=%v: path logged = %v:\n%s", omit, got, out)
+		}
+		if !strings.Contains(out, "hooks.example.com") {
+			t.Errorf("OmitPath=%v: host not logged:\n%s", omit, out)
+		}
+	}
+}
+
 func TestLogObserverLevelFilter(t *testing.T) {
 	var buf bytes.Buffer
 	o := retrybudget.LogObserver(slog.New(slog.NewJSONHandler(&buf, nil)))

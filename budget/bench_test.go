@@ -34,6 +34,9 @@ func benchClient(b *testing.B, ctxTimeouts bool) *redis.Client {
 // mustRedis is budget.NewRedis, failing b on an error.
 func mustRedis(b testing.TB, rdb redis.UniversalClient, cfg budget.RedisConfig) *budget.Redis {
 	b.Helper()
+	if cfg.DestinationKey == nil {
+		cfg.DestinationKey = []byte("budget-bench-destination-key-1")
+	}
 	r, err := budget.NewRedis(rdb, cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -30,8 +30,8 @@ func TestRedisCluster(t *testing.T) {
 			t.Fatalf("%s: a %d, b %d allowed, last %+v; want 5 of 10 between them", dest, ga, gb, d)
 		}
 		// The hash tag alone picks the slot: another prefix, same slot.
-		s1, err1 := cc.ClusterKeySlot(ctx, destKey(prefix, dest)).Result()
-		s2, err2 := cc.ClusterKeySlot(ctx, destKey("elsewhere:", dest)).Result()
+		s1, err1 := cc.ClusterKeySlot(ctx, destKey(testKeyed, prefix, dest)).Result()
+		s2, err2 := cc.ClusterKeySlot(ctx, destKey(testKeyed, "elsewhere:", dest)).Result()
 		if err1 != nil || err2 != nil || s1 != s2 {
 			t.Fatalf("%s: slots %d, %d (%v, %v); want the hash tag's slot for both", dest, s1, s2, err1, err2)
 		}

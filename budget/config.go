@@ -12,14 +12,26 @@ const (
 	DefaultFlushInterval = time.Second
 )
 
-// RedisConfig configures a [Redis] budget. The zero value is the default
-// rule (10% of first attempts, or 10 retries per second, over 10s) shared
-// under [DefaultPrefix], with a 50ms timeout, failing open.
+// RedisConfig configures a [Redis] budget. DestinationKey, a
+// per-deployment secret, is required; every other zero field means its
+// default: the default rule (10% of first attempts, or 10 retries per
+// second, over 10s) shared under [DefaultPrefix], with a 50ms timeout,
+// failing open.
 type RedisConfig struct {
 	// Config is the rule, the same as a Local's, counted for every process
 	// that shares the Redis and the Prefix. Its zero fields mean the same
 	// defaults: 10%, 10 retries per second, a 10s window.
 	Config
+
+	// DestinationKey is the deployment's secret (at least 16 bytes) under
+	// which destinations are named in Redis: key names are HMACs of the
+	// destination, so a destination that holds a credential hash
+	// (limiter.ByCredential) cannot be tested against guessed credentials
+	// by whoever lists the keys. Required: NewRedis fails with
+	// ErrNoDestinationKey without one. Every process sharing a budget uses
+	// the same secret; it may be the limiter's BoundaryKey (the hashes are
+	// domain-separated). Changing it starts every budget afresh.
+	DestinationKey []byte
 
 	// Prefix starts every key. Processes share a destination's budget
 	// when they use the same Redis, Prefix and rule. Empty means

@@ -1,6 +1,9 @@
 package budget
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrInvalidConfig is the sentinel wrapped by NewRedis's error for a
 // configuration that cannot work: a nil client, or a Prefix with '{' or
@@ -12,3 +15,7 @@ var ErrInvalidConfig = errors.New("budget: invalid config")
 // interface has no error results, so it never reaches a caller of
 // Withdraw: it is what the outage log line reports as its cause.
 var errReply = errors.New("budget: unexpected script reply")
+
+// ErrNoDestinationKey is NewRedis's error for a RedisConfig without a
+// DestinationKey. It wraps ErrInvalidConfig.
+var ErrNoDestinationKey = fmt.Errorf("%w: no DestinationKey for a shared budget", ErrInvalidConfig)

@@ -25,10 +25,12 @@ func ExampleNewRedis() {
 	})
 	defer rdb.Close()
 	b, err := budget.NewRedis(rdb, budget.RedisConfig{
-		Prefix:        "payments:budget:",
-		Timeout:       30 * time.Millisecond,
-		OnUnavailable: budget.FailOpen,
-		Logger:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		// A per-deployment secret, from the environment, never the code.
+		DestinationKey: []byte(os.Getenv("RETRYBUDGET_DESTINATION_KEY")),
+		Prefix:         "payments:budget:",
+		Timeout:        30 * time.Millisecond,
+		OnUnavailable:  budget.FailOpen,
+		Logger:         slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -54,8 +56,9 @@ func ExampleFailMode() {
 	defer rdb.Close()
 	for _, mode := range []budget.FailMode{budget.FailOpen, budget.FailClosed} {
 		b, err := budget.NewRedis(rdb, budget.RedisConfig{
-			Config:        budget.Config{MinRetriesPerSec: -1}, // no floor
-			OnUnavailable: mode,
+			Config:         budget.Config{MinRetriesPerSec: -1}, // no floor
+			OnUnavailable:  mode,
+			DestinationKey: []byte("example-destination-key-0123"),
 		})
 		if err != nil {
 			fmt.Println(err)

@@ -34,7 +34,7 @@ func TestUnreachableFollowsFailMode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode.String(), func(t *testing.T) {
-			b, err := NewRedis(unreachable(t), RedisConfig{OnUnavailable: tt.mode})
+			b, err := NewRedis(unreachable(t), RedisConfig{OnUnavailable: tt.mode, DestinationKey: testDestinationKey})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +74,7 @@ func TestNilClientIsAnError(t *testing.T) {
 
 // The key-prefix rule is the limiter's and the ledger's: no braces.
 func TestPrefixWithBracesIsAnError(t *testing.T) {
-	if _, err := NewRedis(unreachable(t), RedisConfig{Prefix: "a{b}:"}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewRedis(unreachable(t), RedisConfig{Prefix: "a{b}:", DestinationKey: testDestinationKey}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("NewRedis with Prefix a{b}: = %v; want ErrInvalidConfig", err)
 	}
 }
@@ -89,7 +89,7 @@ func TestFailModeString(t *testing.T) {
 
 // An unknown mode fails open rather than refusing every retry.
 func TestUnknownFailModeFailsOpen(t *testing.T) {
-	b, err := NewRedis(unreachable(t), RedisConfig{OnUnavailable: 7})
+	b, err := NewRedis(unreachable(t), RedisConfig{OnUnavailable: 7, DestinationKey: testDestinationKey})
 	if err != nil {
 		t.Fatal(err)
 	}

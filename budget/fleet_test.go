@@ -295,7 +295,7 @@ func TestFleetChild(t *testing.T) {
 	case "redis":
 		// The timeout is generous: this test is about sharing, and four
 		// processes under the race detector on two cores can be slow.
-		rb, err := budget.NewRedis(redistest.Client(t), budget.RedisConfig{Prefix: cfg.Prefix, Timeout: 2 * time.Second})
+		rb, err := budget.NewRedis(redistest.Client(t), budget.RedisConfig{Prefix: cfg.Prefix, Timeout: 2 * time.Second, DestinationKey: []byte("budget-fleet-destination-key-1")})
 		if err != nil {
 			t.Fatal(err)
 		}

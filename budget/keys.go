@@ -1,31 +1,31 @@
 package budget
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/keyedhash"
 )
 
 // DefaultPrefix starts every key when RedisConfig.Prefix is empty.
 const DefaultPrefix = "retrybudget:budget:"
 
-// keyDomain separates these hashes from any other SHA-256 use, so a
-// destination's key cannot be matched against another package's keys.
-const keyDomain = "retrybudget/budget/key/v1"
+// keyDomain separates these hashes from any other use of the same
+// DestinationKey, so a destination's key cannot be matched against another
+// package's keys.
+const keyDomain = "retrybudget/budget/key/v2"
 
 // destKey returns the Redis key of dest's budget: prefix{hash}. The
 // destination is hashed, never embedded, because a custom
 // Config.Destination may return anything (a credential, or braces that
-// would break the hash tag), and hashes keep keys short. The braces make
-// the hash the cluster hash tag, so destinations spread over slots while
-// each decision touches one key on one slot.
-func destKey(prefix, dest string) string {
-	h := sha256.New()
-	h.Write([]byte(keyDomain))
-	h.Write([]byte{0})
-	h.Write([]byte(dest))
-	return prefix + "{" + hex.EncodeToString(h.Sum(nil)[:16]) + "}"
+// would break the hash tag), and hashes keep keys short. The hash is an
+// HMAC under the deployment's RedisConfig.DestinationKey: a plain hash of
+// a destination holding a credential hash (limiter.ByCredential) lets
+// whoever can list Redis keys test guessed credentials offline. The braces
+// make the hash the cluster hash tag, so destinations spread over slots
+// while each decision touches one key on one slot.
+func destKey(h keyedhash.Hasher, prefix, dest string) string {
+	return prefix + "{" + h.Sum(keyDomain, dest, 32) + "}"
 }
 
 // rulePrefix adds the window to prefix. The script names its counters by

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/keyedhash"
 )
 
 // pending is one destination's deposits not yet sent to Redis. Deposits
@@ -29,12 +31,13 @@ type pendings struct {
 	// swept is when, in Unix nanoseconds, idle destinations were last
 	// evicted.
 	swept  atomic.Int64
-	prefix string        // immutable
-	every  time.Duration // sweep interval; immutable
+	prefix string           // immutable
+	keyed  keyedhash.Hasher // names destinations (DestinationKey); immutable
+	every  time.Duration    // sweep interval; immutable
 }
 
-func newPendings(prefix string, every time.Duration) *pendings {
-	return &pendings{dests: map[string]*pending{}, prefix: prefix, every: every}
+func newPendings(keyed keyedhash.Hasher, prefix string, every time.Duration) *pendings {
+	return &pendings{dests: map[string]*pending{}, keyed: keyed, prefix: prefix, every: every}
 }
 
 // get returns dest's pending deposits, creating them at now.
@@ -51,7 +54,7 @@ func (p *pendings) get(dest string, now time.Time) *pending {
 	if d = p.dests[dest]; d == nil {
 		// The first deposits wait for a flush interval too: with no
 		// round trip yet, "sent" starts now.
-		d = &pending{key: destKey(p.prefix, dest)}
+		d = &pending{key: destKey(p.keyed, p.prefix, dest)}
 		d.sent.Store(now.UnixNano())
 		p.dests[dest] = d
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/retrybudget/retrybudget/internal/keyedhash"
 	"github.com/retrybudget/retrybudget/internal/redisstore"
 )
 
@@ -85,6 +86,13 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	if len(cfg.DestinationKey) == 0 {
+		return nil, ErrNoDestinationKey
+	}
+	keyed, err := keyedhash.New(cfg.DestinationKey)
+	if err != nil {
+		return nil, fmt.Errorf("%w: DestinationKey: %w", ErrInvalidConfig, err)
+	}
 	r := cfg.Config.Rule()
 	flush := cfg.FlushInterval
 	switch {
@@ -100,7 +108,7 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	b := &Redis{
 		rdb:        rdb,
 		script:     newScript(r),
-		dests:      newPendings(rulePrefix(prefix, r.Window), r.Window),
+		dests:      newPendings(keyed, rulePrefix(prefix, r.Window), r.Window),
 		timeout:    orDefault(cfg.Timeout, DefaultTimeout),
 		flushEvery: int64(flush),
 		stale:      int64(r.Window),

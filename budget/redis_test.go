@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/retrybudget/retrybudget/internal/keyedhash"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
@@ -19,6 +20,18 @@ import (
 // a loaded machine under the race detector a round trip can exceed the
 // 50ms default, and a fallback decision would fail them for nothing.
 const testTimeout = 5 * time.Second
+
+// testDestinationKey stands for a deployment's DestinationKey in tests.
+var testDestinationKey = []byte("budget-test-destination-key-01")
+
+// testKeyed names destinations as a budget under testDestinationKey does.
+var testKeyed = func() keyedhash.Hasher {
+	h, err := keyedhash.New(testDestinationKey)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}()
 
 // newRedis is mustRedis with testTimeout unless cfg sets a Timeout.
 func newRedis(t testing.TB, rdb redis.UniversalClient, cfg RedisConfig) *Redis {
@@ -32,6 +45,9 @@ func newRedis(t testing.TB, rdb redis.UniversalClient, cfg RedisConfig) *Redis {
 // mustRedis is NewRedis, failing t on an error.
 func mustRedis(t testing.TB, rdb redis.UniversalClient, cfg RedisConfig) *Redis {
 	t.Helper()
+	if cfg.DestinationKey == nil {
+		cfg.DestinationKey = testDestinationKey
+	}
 	b, err := NewRedis(rdb, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +316,7 @@ func TestRedisPerDestination(t *testing.T) {
 	if len(keys) != 1 { // "other" wrote nothing
 		t.Fatalf("keys %q; want one", keys)
 	}
-	want := destKey(rulePrefix(prefix, DefaultWindow), secret)
+	want := destKey(testKeyed, rulePrefix(prefix, DefaultWindow), secret)
 	if keys[0] != want || strings.Contains(keys[0], "s3cret") {
 		t.Fatalf("key %q; want %q, without the destination", keys[0], want)
 	}

@@ -81,7 +81,7 @@ func TestWorker(t *testing.T) {
 		Ledger:         retrybudget.LedgerConfig{Store: led, Lease: 2 * time.Second},
 		Limiter:        lim,
 		Boundary:       limiter.ByCredential(),
-		Budget:         redistest.Must(budget.NewRedis(rdb, budget.RedisConfig{Prefix: prefix + "bud:"}))(t),
+		Budget:         redistest.Must(budget.NewRedis(rdb, budget.RedisConfig{Prefix: prefix + "bud:", DestinationKey: []byte("e2e-budget-destination-key-01")}))(t),
 		KeysHonoured:   true,
 		AttemptTimeout: attemptTimeout,
 		BaseDelay:      20 * time.Millisecond,

@@ -69,7 +69,7 @@ func (t *Telemetry) budget(ev retrybudget.BudgetEvent) {
 	}
 	ctx := contextOf(ev.Request)
 	attrs := []attribute.KeyValue{
-		DestinationKey.String(ev.Destination),
+		DestinationKey.String(t.ids.Boundary(ev.Destination)),
 		BudgetFallbackKey.Bool(ev.Decision.Fallback),
 	}
 	t.m.refusals.Add(ctx, 1, metric.WithAttributes(attrs...))

@@ -29,7 +29,7 @@ type Config struct {
 	KnownMethods []string
 	// OmitPath leaves the URL path out of url.full, for providers that put
 	// a secret in the path (webhook URLs, bot tokens). False records
-	// scheme://host/path.
+	// scheme://host/path. Identities.OmitPath does the same.
 	OmitPath bool
 	// Identities says whether idempotency keys (retrybudget.key) and the
 	// credential part of boundaries (retrybudget.boundary) are recorded:
@@ -63,7 +63,7 @@ func New(cfg Config) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Telemetry{m: m, omitPath: cfg.OmitPath, ids: cfg.Identities}
+	t := &Telemetry{m: m, omitPath: cfg.OmitPath || cfg.Identities.OmitPath, ids: cfg.Identities}
 	if cfg.KnownMethods != nil {
 		t.known = make(map[string]bool, len(cfg.KnownMethods))
 		for _, k := range cfg.KnownMethods {
