@@ -28,20 +28,20 @@ func openRedis(ctx context.Context, raw string) (ledger.Store, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	keys, err := ledgercli.FingerprintKeys()
+	cfg, err := ledgercli.Config()
 	if err != nil {
 		return nil, nil, err
 	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--url: %w", err)
+		return nil, nil, ledgercli.URLError(err)
 	}
 	c := redis.NewClient(opt)
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
 		return nil, nil, fmt.Errorf("redis %s: %w", opt.Addr, err)
 	}
-	s, err := ledger.NewRedis(c, ledger.RedisConfig{Prefix: prefix, Config: ledger.Config{FingerprintKeys: keys}})
+	s, err := ledger.NewRedis(c, ledger.RedisConfig{Prefix: prefix, Config: cfg})
 	if err != nil {
 		c.Close()
 		return nil, nil, fmt.Errorf("--url: %w", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -98,6 +99,69 @@ func TestLedgerCommandUsage(t *testing.T) {
 		var out, errb bytes.Buffer
 		if code := run(args, &out, &errb); code != 2 || errb.Len() == 0 {
 			t.Errorf("%q: exit %d, stderr %q; want 2 with a message", args, code, errb.String())
+		}
+	}
+}
+
+// An encrypted store is readable by the operator's command when the
+// deployment's encryption keys are in RETRYBUDGET_ENCRYPTION_KEYS: show
+// prints the stored body, not its ciphertext.
+func TestLedgerCommandReadsAnEncryptedStore(t *testing.T) {
+	client := redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	opt := client.Options()
+	if opt.Password != "" {
+		t.Skip("the test builds a URL without the password")
+	}
+	url := "redis://" + opt.Addr + "/" + strconv.Itoa(opt.DB) + "?prefix=" + prefix
+	encKey := []byte("0123456789abcdef0123456789abcdef")
+	t.Setenv(ledgercli.FingerprintKeyEnv, string(redistest.LedgerKey()))
+	s, err := ledger.NewRedis(client, ledger.RedisConfig{Prefix: prefix, Config: ledger.Config{
+		FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}, EncryptionKeys: ledger.EncryptionKeys{encKey}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := ledger.Key{Tenant: "acme", Operation: "charge", Key: "order-11"}
+	g, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: k, Fingerprint: "fp", Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(t.Context(), k, g.Token, ledger.Outcome{Status: 201, Body: []byte(`{"id":"ch_11"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	show := func() (int, ledger.Record, string) {
+		var out, errb bytes.Buffer
+		code := run([]string{"ledger", "show", "--url", url, "--tenant", "acme", "--operation", "charge", "--key", "order-11"}, &out, &errb)
+		var rec ledger.Record
+		_ = json.Unmarshal(out.Bytes(), &rec)
+		return code, rec, errb.String()
+	}
+	if code, rec, _ := show(); code == 0 && string(rec.Outcome.Body) == `{"id":"ch_11"}` {
+		t.Fatal("show printed the plaintext body without the encryption keys")
+	}
+	t.Setenv(ledgercli.EncryptionKeysEnv, base64.StdEncoding.EncodeToString(encKey))
+	if code, rec, errs := show(); code != 0 || string(rec.Outcome.Body) != `{"id":"ch_11"}` {
+		t.Fatalf("show with the keys: %d %q %s", code, rec.Outcome.Body, errs)
+	}
+}
+
+// A store URL that does not parse is reported without the URL: it may
+// hold the store's password.
+func TestLedgerCommandNeverPrintsTheURL(t *testing.T) {
+	t.Setenv(ledgercli.FingerprintKeyEnv, string(redistest.LedgerKey()))
+	const password = "s3cretPassw0rd"
+	for _, raw := range []string{
+		"redis://user:" + password + "@host:6379/0?prefix=%zz",
+		"redis://user:" + password + "@ho st:6379/0",
+		"redis://user:" + password + "@host:notaport/0",
+	} {
+		var out, errb bytes.Buffer
+		code := run([]string{"ledger", "list", "--url", raw}, &out, &errb)
+		if code == 0 {
+			t.Fatalf("list with %q succeeded", raw)
+		}
+		if strings.Contains(errb.String()+out.String(), password) {
+			t.Fatalf("the error for %q prints the password: %s", raw, errb.String())
 		}
 	}
 }

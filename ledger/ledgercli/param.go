@@ -1,9 +1,6 @@
 package ledgercli
 
-import (
-	"fmt"
-	"net/url"
-)
+import "net/url"
 
 // TakeParam removes the query parameter name from the URL raw, for an
 // Opener whose driver would refuse a parameter it does not know, and
@@ -11,7 +8,7 @@ import (
 func TakeParam(raw, name string) (rest, value string, err error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", "", fmt.Errorf("--url: %w", err)
+		return "", "", URLError(err)
 	}
 	q := u.Query()
 	value = q.Get(name)

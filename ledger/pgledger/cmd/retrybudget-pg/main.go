@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -72,19 +73,21 @@ func open(ctx context.Context, raw string) (ledger.Store, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	keys, err := ledgercli.FingerprintKeys()
+	cfg, err := ledgercli.Config()
 	if err != nil {
 		return nil, nil, err
 	}
 	pool, err := pgxpool.New(ctx, raw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--url: %w", err)
+		// pgx quotes the connection string, password included, in some
+		// parse errors: name the flag, never the value.
+		return nil, nil, errors.New("--url: not a PostgreSQL connection string")
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, nil, fmt.Errorf("postgres: %w", err)
 	}
-	s, err := pgledger.New(pool, pgledger.Config{Table: table, Config: ledger.Config{FingerprintKeys: keys}})
+	s, err := pgledger.New(pool, pgledger.Config{Table: table, Config: cfg})
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
