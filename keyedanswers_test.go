@@ -206,11 +206,11 @@ func Test503OnUnkeyedPOSTIsNotRetriedWithoutRetryAfter(t *testing.T) {
 }
 
 func TestLogObserverKeepsKeysAndTenantsOutOfLogs(t *testing.T) {
-	// Regression (issue 17 item 14): the Transport logged the raw key and
-	// tenant while the inbound middleware logged a hash; one rule now:
-	// hashes only.
+	// The Transport and the inbound middleware follow one rule: no raw key
+	// or tenant in the logs, and the action named by Identities.ActionID.
 	var buf bytes.Buffer
-	obs := LogObserver(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	ids := Identities{ActionKey: []byte("log-action-key-of-the-deployment")}
+	obs := LogObserver(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), ids)
 	req, _ := http.NewRequest("POST", "https://api.example.com/v1/charges", nil)
 	act := Action{Tenant: "tenant-secret", Operation: "charge", Key: "order-secret"}
 	obs.Attempt(AttemptEvent{Request: req, Attempt: 1, Key: "key-secret", Class: ClassServer})
@@ -223,7 +223,7 @@ func TestLogObserverKeepsKeysAndTenantsOutOfLogs(t *testing.T) {
 			t.Errorf("log carries %q:\n%s", raw, out)
 		}
 	}
-	if id := act.ID()[:16]; strings.Count(out, id) != 2 {
+	if id := ids.ActionID(act); strings.Count(out, id) != 2 {
 		t.Errorf("ledger records do not name the action by its ID %s, as the middleware does:\n%s", id, out)
 	}
 }

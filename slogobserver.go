@@ -29,9 +29,10 @@ import (
 // duration, error, delay, retry_after, reason, retry_at, maybe_applied,
 // destination, boundary, wait, until, and for the ledger operation, action,
 // verdict, op and decision (and tenant and key, the Action's, when
-// identities are shown). "action" is the first 16 hex digits of the
-// action's ledger.Key.ID, the one rule the inbound middleware (idempotency)
-// follows too, so an operator can find the record and match both logs.
+// identities are shown). "action" names the action as
+// Identities.ActionID says (left out unless identities are shown or an
+// ActionKey is set), the one rule the inbound middleware (idempotency)
+// follows too, so an operator can match both logs.
 //
 // Credentials stay out of the logs: no header is logged (Authorization,
 // Cookie and API-key headers among them), nor any body, query string, URL
@@ -237,11 +238,14 @@ func (l logObserver) ledger(ev LedgerEvent) {
 	l.logger.LogAttrs(ctx, level, msg, attrs...)
 }
 
-// appendAction appends an action's operation and its "action", the first
-// 16 hex digits of its ledger.Key.ID (the rule the inbound middleware
-// follows too), and its tenant and key only when identities are shown.
+// appendAction appends an action's operation and its "action" as
+// Identities.ActionID names it (the rule the inbound middleware follows
+// too), and its tenant and key only when identities are shown.
 func (l logObserver) appendAction(attrs []slog.Attr, k ledger.Key) []slog.Attr {
-	attrs = append(attrs, slog.String("operation", k.Operation), slog.String("action", k.ID()[:16]))
+	attrs = append(attrs, slog.String("operation", k.Operation))
+	if id := l.ids.ActionID(k); id != "" {
+		attrs = append(attrs, slog.String("action", id))
+	}
 	if l.ids.ShowIdentities {
 		attrs = append(attrs, slog.String("tenant", k.Tenant), slog.String("action_key", k.Key))
 	}

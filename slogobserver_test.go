@@ -417,6 +417,19 @@ func TestLogObserverNeverLogsCredentials(t *testing.T) {
 	}
 }
 
+// Without an ActionKey and with identities hidden, no record names the
+// action by its unkeyed ID, which a guess of tenant and order number would
+// match.
+func TestLogObserverOmitsTheUnkeyedActionID(t *testing.T) {
+	var buf bytes.Buffer
+	k := ledger.Key{Tenant: "acme", Operation: "charge", Key: "order-1"}
+	obs := retrybudget.LogObserver(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	obs.Ledger(retrybudget.LedgerEvent{Action: k, Op: "complete", Err: errors.New("down")})
+	if strings.Contains(buf.String(), k.ID()[:16]) || strings.Contains(buf.String(), `"action"`) {
+		t.Fatalf("the record names the action without a key: %s", buf.String())
+	}
+}
+
 // TestLogObserverLedger runs an action twice and once changed through a
 // Transport with a ledger, and checks the created, replayed and conflict
 // records.
@@ -427,10 +440,11 @@ func TestLogObserverLedger(t *testing.T) {
 	}))
 	defer srv.Close()
 	var rec logRecorder
+	ids := retrybudget.Identities{ActionKey: []byte("log-action-key-of-the-deployment")}
 	tr := retrybudget.New(retrybudget.Config{
 		Base:     srv.Client().Transport,
 		Ledger:   retrybudget.LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})},
-		Observer: retrybudget.LogObserver(rec.logger()),
+		Observer: retrybudget.LogObserver(rec.logger(), ids),
 	})
 	act := retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
 	for _, body := range []string{`{"amount":100}`, `{"amount":100}`, `{"amount":999}`} {
@@ -448,7 +462,11 @@ func TestLogObserverLedger(t *testing.T) {
 			got = append(got, fmt.Sprint(r["level"], " ", r["verdict"], " ", r["tenant"], " ", r["operation"], " ", r["action"]))
 		}
 	}
-	id := ledger.Key{Tenant: "acme", Operation: "charge", Key: "order-1"}.ID()[:16] // tenant and key only hashed
+	k := ledger.Key{Tenant: "acme", Operation: "charge", Key: "order-1"}
+	id := ids.ActionID(k) // tenant and key only hashed, under the deployment's key
+	if id == "" || id == k.ID()[:16] {
+		t.Fatalf("ActionID = %q; want a keyed hash, not the record's unkeyed ID", id)
+	}
 	want := []string{"DEBUG created <nil> charge " + id, "INFO replayed <nil> charge " + id, "WARN conflict <nil> charge " + id}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ledger records %q; want %q\n%s", got, want, rec.text())

@@ -52,7 +52,8 @@ func sweepKey(k string) ledger.Key { return ledger.Key{Tenant: "acme", Operation
 func TestLogObserverSweep(t *testing.T) {
 	s := stuckLedger(t)
 	var rec logRecorder
-	obs := retrybudget.LogObserver(rec.logger())
+	ids := retrybudget.Identities{ActionKey: []byte("log-action-key-of-the-deployment")}
+	obs := retrybudget.LogObserver(rec.logger(), ids)
 	obs.Sweep(ledger.SweepOnce(t.Context(), ledger.MonitorConfig{Store: s,
 		Reconciler: func(_ context.Context, r ledger.Record) (ledger.Resolution, error) {
 			if r.Key.Key == "stuck" {
@@ -75,7 +76,7 @@ func TestLogObserverSweep(t *testing.T) {
 		}
 		got = append(got, fmt.Sprint(r))
 	}
-	stuck, unc := sweepKey("stuck").ID()[:16], sweepKey("uncertain").ID()[:16]
+	stuck, unc := ids.ActionID(sweepKey("stuck")), ids.ActionID(sweepKey("uncertain"))
 	want := []string{
 		"map[in_progress:1 level:WARN msg:retrybudget: ledger sweep reconciled:map[completed:1 error:1] uncertain:1]",
 		"map[action:" + stuck + " lease_until:" + time.Unix(1_000_001, 0).Format(time.RFC3339) + " level:INFO msg:retrybudget: ledger stuck action operation:charge owner:worker-1 reconciled:completed state:in-progress]",
@@ -161,9 +162,12 @@ func ExampleObserver_sweep() {
 	res, _ := store.Reserve(ctx, ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "worker-1"})
 	store.Fail(ctx, k, res.Token, ledger.Failure{EffectPossible: true, Reason: "timeout after send"})
 
-	obs := retrybudget.Observers(retrybudget.LogObserver(logger)) // and otelretry's Telemetry.Observer()
+	// ActionKey names actions in the logs by a keyed hash: a per-deployment
+	// secret, from the environment, never the code.
+	ids := retrybudget.Identities{ActionKey: []byte("log-action-key-of-the-deployment")}
+	obs := retrybudget.Observers(retrybudget.LogObserver(logger, ids)) // and otelretry's Telemetry.Observer()
 	obs.Sweep(ledger.SweepOnce(ctx, ledger.MonitorConfig{Store: store}))
 	// Output:
 	// level=WARN msg="retrybudget: ledger sweep" in_progress=0 uncertain=1
-	// level=WARN msg="retrybudget: ledger stuck action" operation=charge action=affd56f4e8d62851 state=uncertain owner=worker-1
+	// level=WARN msg="retrybudget: ledger stuck action" operation=charge action=64cbae0a0976eb7c state=uncertain owner=worker-1
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/idempotency"
 	"github.com/retrybudget/retrybudget/ledger"
 )
@@ -232,4 +233,37 @@ func withInformational(ctx context.Context, got *[]int) context.Context {
 			return nil
 		},
 	})
+}
+
+// The middleware's log names an action as the Transport's LogObserver
+// does (Identities.ActionID): not at all by default, by a keyed hash with
+// an ActionKey, never by the unkeyed record ID a guess would match.
+func TestLogNamesTheActionAsIdentitiesSay(t *testing.T) {
+	ids := retrybudget.Identities{ActionKey: []byte("log-action-key-of-the-deployment")}
+	k := thingsKey("k1")
+	for _, tt := range []struct {
+		name string
+		ids  retrybudget.Identities
+		want string
+	}{
+		{name: "default", want: ""},
+		{name: "ActionKey", ids: ids, want: "action=" + ids.ActionID(k)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			store := &failingComplete{Store: ledger.NewMemory(ledger.MemoryConfig{})}
+			e := newEnv(t, idempotency.Config{Store: store, Identities: tt.ids, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, created)
+			e.send(request{})
+			out := logs.String()
+			if !strings.Contains(out, "ledger complete failed") {
+				t.Fatalf("log %q: want the failure", out)
+			}
+			if strings.Contains(out, k.ID()[:16]) {
+				t.Errorf("log %q names the action by its unkeyed ID", out)
+			}
+			if got := strings.Contains(out, "action="); got != (tt.want != "") || !strings.Contains(out, tt.want) {
+				t.Errorf("log %q; want %q", out, tt.want)
+			}
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -153,6 +154,11 @@ type Config struct {
 	// Logger receives ledger failures met after the handler ran, when
 	// the response can no longer say so. Nil means silent.
 	Logger *slog.Logger
+	// Identities says how Logger's records name an action: by
+	// Identities.ActionID, the rule the Transport's LogObserver follows,
+	// so one ActionKey matches inbound and outbound logs. The zero value
+	// leaves the action's name out.
+	Identities retrybudget.Identities
 }
 
 // settings is a Config with defaults applied.

@@ -101,7 +101,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The expiry event: the key's earlier action outlived its
 		// retention, and this request runs as a new one.
 		g.s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "idempotency: key expired, running as a new action",
-			slog.String("action", k.ID()[:16]))
+			g.actionAttr(k)...)
 	}
 	switch res.Verdict {
 	case ledger.VerdictCreated, ledger.VerdictRetry, ledger.VerdictResend:
@@ -310,12 +310,21 @@ func (g *guard) stopKeeper(ctx context.Context, k ledger.Key, kp *ledger.Keeper)
 	}
 }
 
-// log reports a ledger failure. The action is named by its ID only: the
-// raw key and tenant may be sensitive.
+// log reports a ledger failure. The action is named as
+// Config.Identities says: the raw key and tenant may be sensitive.
 func (g *guard) log(ctx context.Context, op string, k ledger.Key, err error) {
 	if g.s.Logger == nil {
 		return
 	}
 	g.s.Logger.LogAttrs(ctx, slog.LevelWarn, "idempotency: ledger "+op+" failed",
-		slog.String("action", k.ID()[:16]), slog.String("error", err.Error()))
+		append(g.actionAttr(k), slog.String("error", err.Error()))...)
+}
+
+// actionAttr returns the "action" attribute naming k, or none when
+// Config.Identities names no action.
+func (g *guard) actionAttr(k ledger.Key) []slog.Attr {
+	if id := g.s.Identities.ActionID(k); id != "" {
+		return []slog.Attr{slog.String("action", id)}
+	}
+	return nil
 }
