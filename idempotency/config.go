@@ -28,9 +28,13 @@ const (
 type Config struct {
 	// Store keeps one record per action. Nil means a new ledger.Memory
 	// with its default caps (100,000 records, 64 MiB) and tenant quotas of
-	// a quarter of them, shared by every handler New's middleware wraps,
-	// which deduplicates within this process only; give every instance of a service one
-	// ledger.Redis to deduplicate across them. It may be the very store the
+	// 1/100 of them (1,000 records), shared by every handler New's
+	// middleware wraps, which deduplicates within this process only; give
+	// every instance of a service one ledger.Redis to deduplicate across
+	// them. Completed records are kept for their whole retention, the
+	// deduplication window: a tenant at its quota gets 429 TypeLedgerFull
+	// until its oldest record reaches it. The middleware must sit behind
+	// authentication, so that only authenticated callers become tenants. It may be the very store the
 	// service's outbound retrybudget.Transport uses (see WithStep).
 	Store ledger.Store
 	// Methods lists the guarded methods; requests with other methods pass
@@ -161,6 +165,10 @@ type Config struct {
 	Identities retrybudget.Identities
 }
 
+// defaultTenantShare is how many tenants at their quota it takes to fill
+// the default store.
+const defaultTenantShare = 100
+
 // settings is a Config with defaults applied.
 type settings struct {
 	Config
@@ -170,11 +178,12 @@ type settings struct {
 // withDefaults returns c with every zero field replaced by its default.
 func (c Config) withDefaults() settings {
 	if c.Store == nil {
-		// Keys come from callers: give none of them more than a quarter
-		// of the store.
+		// Keys come from callers: give none of them more than 1/100 of
+		// the store, so a handful of tenants (or one caller holding a few
+		// credentials, with CredentialTenant) cannot fill it for everyone.
 		c.Store = ledger.NewMemory(ledger.MemoryConfig{
-			TenantMaxRecords: ledger.DefaultMaxRecords / 4,
-			TenantMaxBytes:   ledger.DefaultMaxBytes / 4,
+			TenantMaxRecords: ledger.DefaultMaxRecords / defaultTenantShare,
+			TenantMaxBytes:   ledger.DefaultMaxBytes / defaultTenantShare,
 		})
 	}
 	if c.Methods == nil {

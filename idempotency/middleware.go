@@ -86,11 +86,11 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	})
 	switch {
 	case errors.Is(err, ledger.ErrTenantFull):
-		full(http.StatusTooManyRequests).write(w)
+		full(http.StatusTooManyRequests, err).write(w)
 		return
 	case errors.Is(err, ledger.ErrFull):
 		g.log(r.Context(), "reserve", k, err)
-		full(http.StatusServiceUnavailable).write(w)
+		full(http.StatusServiceUnavailable, err).write(w)
 		return
 	case err != nil:
 		g.log(r.Context(), "reserve", k, err)

@@ -2,12 +2,14 @@ package idempotency
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/ledger"
 )
 
 // typeBase starts every problem type URI of the middleware. Each resolves
@@ -63,7 +65,8 @@ const (
 	// TypeLedgerFull is the answer given when the ledger store has no room
 	// for a new key (ledger.ErrFull): 503 when the store is full, 429 when
 	// this tenant holds its quota of keys (ledger.ErrTenantFull), both with
-	// a Retry-After of a minute. Nothing ran, and no other key was
+	// a Retry-After of when the store can next make room (a minute when it
+	// cannot tell). Nothing ran, and no other key was
 	// forgotten to make room.
 	TypeLedgerFull = typeBase + "TypeLedgerFull"
 	// TypeLedgerUnavailable is the 503 answer given when the ledger store
@@ -122,9 +125,19 @@ func unavailable() problem {
 const fullRetryAfter = time.Minute
 
 // full is the answer when the store has no room for a new key.
-func full(status int) problem {
+//
+// Its Retry-After is when the store says a record could be dropped to make
+// room (a ledger.Error's RetryAfter), else fullRetryAfter: the store's
+// retention is the deduplication window, so room comes back only as
+// records reach it, never by forgetting one early.
+func full(status int, err error) problem {
+	retryAfter := fullRetryAfter
+	var le *ledger.Error
+	if errors.As(err, &le) && le.RetryAfter > 0 {
+		retryAfter = le.RetryAfter
+	}
 	return problem{status: status, typ: TypeLedgerFull, title: "Idempotency ledger full",
-		detail: "The request was not run because no room is left to record its idempotency key.", retryAfter: fullRetryAfter}
+		detail: "The request was not run because no room is left to record its idempotency key.", retryAfter: retryAfter}
 }
 
 // tooLarge is the answer to a request body over limit.

@@ -48,8 +48,9 @@ var (
 )
 
 // Error is returned by Reservation.Err for an action that must not be sent
-// now. It unwraps to ErrConflict, ErrPending, ErrDelayed or ErrUncertain and
-// carries what the caller needs to act on it. Its message names the action
+// now, and by a Memory store's Reserve for one it has no room to record.
+// It unwraps to ErrConflict, ErrPending, ErrDelayed, ErrUncertain, ErrFull
+// or ErrTenantFull and carries what the caller needs to act on it. Its message names the action
 // only by the start of Key.ID, never by its raw key.
 type Error struct {
 	// Err is the sentinel: ErrConflict, ErrPending, ErrDelayed or
@@ -62,7 +63,9 @@ type Error struct {
 	// State is the stored state the decision was made on.
 	State State
 	// RetryAfter is, for ErrPending, how long the current owner's lease
-	// still runs. Zero otherwise.
+	// still runs; for ErrFull and ErrTenantFull, how long until a record
+	// could be dropped to make room (zero when the store cannot tell).
+	// Zero otherwise.
 	RetryAfter time.Duration
 	// Path is the decision path in words (see Decision.Path).
 	Path []string

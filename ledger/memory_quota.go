@@ -32,10 +32,18 @@ type quota struct {
 	tenants                    map[string]*usage
 	// sweptAt is when a full store last scanned for records to drop.
 	sweptAt time.Time
+	// freeAt is, as of the last scan, the earliest time a record of the
+	// store could be dropped (its retention or a failed record's lease
+	// ends): a full store has no room before then.
+	freeAt time.Time
 }
 
 // usage is one tenant's share of a store.
-type usage struct{ records, bytes int64 }
+type usage struct {
+	records, bytes int64
+	// freeAt is freeAt for the tenant's own records.
+	freeAt time.Time
+}
 
 func newQuota(c MemoryConfig) quota {
 	pick := func(v, def int64) int64 {
@@ -56,18 +64,28 @@ func newQuota(c MemoryConfig) quota {
 	}
 }
 
-// admit returns nil when a new record of size bytes for tenant fits, and
-// otherwise an error wrapping ErrTenantFull or ErrFull.
-func (q *quota) admit(tenant string, size int64) error {
-	u := q.tenants[tenant]
+// admit returns nil when a new record of size bytes for k's tenant fits,
+// and otherwise an *Error wrapping ErrTenantFull or ErrFull whose
+// RetryAfter is how long, as of the last scan, until a record could be
+// dropped to make room (zero when no scan has told).
+func (q *quota) admit(k Key, size int64, now time.Time) error {
+	u := q.tenants[k.Tenant]
 	if u == nil {
 		u = &usage{}
 	}
+	until := func(t time.Time) time.Duration {
+		if t.IsZero() || !t.After(now) {
+			return 0
+		}
+		return t.Sub(now)
+	}
 	if (q.tenantRecords > 0 && u.records+1 > q.tenantRecords) || (q.tenantBytes > 0 && u.bytes+size > q.tenantBytes) {
-		return fmt.Errorf("%w: the tenant holds %d records, %d bytes", ErrTenantFull, u.records, u.bytes)
+		return &Error{Err: fmt.Errorf("%w: the tenant holds %d records, %d bytes", ErrTenantFull, u.records, u.bytes),
+			Key: k, RetryAfter: until(u.freeAt)}
 	}
 	if (q.maxRecords > 0 && q.records+1 > q.maxRecords) || (q.maxBytes > 0 && q.bytes+size > q.maxBytes) {
-		return fmt.Errorf("%w: %d records, %d bytes", ErrFull, q.records, q.bytes)
+		return &Error{Err: fmt.Errorf("%w: %d records, %d bytes", ErrFull, q.records, q.bytes),
+			Key: k, RetryAfter: until(q.freeAt)}
 	}
 	return nil
 }
@@ -132,15 +150,34 @@ func (m *Memory) drop(k Key, e *memoryEntry) {
 func (m *Memory) admit(req ReserveRequest, now time.Time) error {
 	size := recordSize(&Record{Key: req.Key, Fingerprint: m.cfg.FingerprintKeys.Seal(req.Fingerprint), Owner: req.Owner,
 		Attempts: []Attempt{{Class: VerdictCreated.String(), Owner: req.Owner}}})
-	err := m.quota.admit(req.Key.Tenant, size)
+	err := m.quota.admit(req.Key, size, now)
 	if err == nil || now.Sub(m.quota.sweptAt) < fullSweepEvery && !m.quota.sweptAt.IsZero() {
 		return err
 	}
 	m.quota.sweptAt = now
+	m.quota.freeAt = time.Time{}
+	for _, u := range m.quota.tenants {
+		u.freeAt = time.Time{}
+	}
+	earlier := func(a, b time.Time) time.Time {
+		if a.IsZero() || b.Before(a) {
+			return b
+		}
+		return a
+	}
 	for k, e := range m.entries {
 		if now.After(e.rec.ExpiresAt) || (e.rec.State == StateFailed && !now.Before(e.rec.LeaseUntil)) {
 			m.drop(k, e)
+			continue
+		}
+		free := e.rec.ExpiresAt
+		if e.rec.State == StateFailed {
+			free = e.rec.LeaseUntil
+		}
+		m.quota.freeAt = earlier(m.quota.freeAt, free)
+		if u := m.quota.tenants[k.Tenant]; u != nil {
+			u.freeAt = earlier(u.freeAt, free)
 		}
 	}
-	return m.quota.admit(req.Key.Tenant, size)
+	return m.quota.admit(req.Key, size, now)
 }

@@ -100,3 +100,33 @@ func TestMemoryTenantQuota(t *testing.T) {
 		t.Fatalf("alice refused because of mallory: %v", err)
 	}
 }
+
+// A full store says when it can next make room: when its oldest record
+// reaches its retention (records are never dropped before), and not a
+// made-up minute.
+func TestMemoryFullSaysWhenRoomComesBack(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	m := NewMemory(MemoryConfig{TenantMaxRecords: 1, MaxRecords: 2, Now: func() time.Time { return now }})
+	if _, err := m.Reserve(t.Context(), ReserveRequest{Key: Key{Tenant: "a", Operation: "op", Key: "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Hour)
+	if _, err := m.Reserve(t.Context(), ReserveRequest{Key: Key{Tenant: "b", Operation: "op", Key: "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Second) // past the full scan's spacing
+	for _, tt := range []struct {
+		tenant string
+		want   error
+		after  time.Duration
+	}{
+		{"a", ErrTenantFull, DefaultRetention - time.Hour - 2*time.Second},
+		{"c", ErrFull, DefaultRetention - time.Hour - 2*time.Second},
+	} {
+		_, err := m.Reserve(t.Context(), ReserveRequest{Key: Key{Tenant: tt.tenant, Operation: "op", Key: "2"}})
+		var le *Error
+		if !errors.Is(err, tt.want) || !errors.As(err, &le) || le.RetryAfter != tt.after {
+			t.Fatalf("tenant %s: %v; want %v with RetryAfter %v", tt.tenant, err, tt.want, tt.after)
+		}
+	}
+}
