@@ -26,7 +26,9 @@ const (
 	ClassServer
 	// ClassBusiness is the provider rejecting the request itself
 	// (validation, permission, conflict, not found: every other 4xx, and
-	// 5xx codes that retrying cannot fix). It is never retried.
+	// 5xx codes that retrying cannot fix), and a request the Transport
+	// refuses as invalid before sending (ErrInvalidAction). It is never
+	// retried.
 	ClassBusiness
 )
 

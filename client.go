@@ -97,6 +97,11 @@ var (
 // CaptureOutcome like any call's.
 func refuse(req *http.Request, reason, cause error) *Error {
 	e := &Error{Outcome: Outcome{Class: ClassNotSent, Reason: reason}, Cause: cause}
+	if reason == ErrInvalidAction {
+		// The request itself is wrong, as a rejection is: nothing failed
+		// on the way, and retrying cannot help.
+		e.Class = ClassBusiness
+	}
 	if req != nil {
 		if req.Body != nil {
 			req.Body.Close()

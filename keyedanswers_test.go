@@ -60,8 +60,14 @@ func TestRefusalsBeforeSendingAreErrors(t *testing.T) {
 			if tc.cause != nil && !errors.Is(err, tc.cause) {
 				t.Fatalf("error %v does not match its cause %v", err, tc.cause)
 			}
-			if e.Attempts != 0 || e.Class != ClassNotSent || e.MaybeApplied {
-				t.Fatalf("outcome %+v; want nothing sent", e.Outcome)
+			// An invalid Action is refused as a rejection is (business:
+			// retrying cannot help); the others are not-sent failures.
+			wantClass := ClassNotSent
+			if tc.reason == ErrInvalidAction {
+				wantClass = ClassBusiness
+			}
+			if e.Attempts != 0 || e.Class != wantClass || e.MaybeApplied {
+				t.Fatalf("outcome %+v; want nothing sent, class %v", e.Outcome, wantClass)
 			}
 		})
 	}

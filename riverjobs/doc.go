@@ -13,9 +13,11 @@
 //	  the retry budget refusing the provider's time); for the rate limiter
 //	  and an action held elsewhere also a RetryAt the run outlasted
 //	  (snoozed from now)
-//	ErrRejected (business error), ErrConflict    -> river.JobCancel with the reason
+//	ErrRejected (business error), ErrConflict,
+//	ErrInvalidAction (retrybudget.StepStop)      -> river.JobCancel with the reason
 //	ErrUncertain (may have been applied)         -> river.JobCancel wrapping ErrHeld
 //	anything else                                -> River's retry, no sooner than RetryAt
+//	(every RetryAt capped at Config.MaxDelay after the run)
 //
 // and the Outcome (class, attempts, key, reason, retry-at) goes into the
 // job's metadata as a Report, so the queue shows why a job waits.

@@ -18,8 +18,8 @@ const (
 	// now". A snooze does not count as one of River's attempts.
 	VerbSnooze
 	// VerbCancel cancels the job (river.JobCancel): the provider rejected
-	// the request, or its key was used for a different request. Running it
-	// again cannot help.
+	// the request, its key was used for a different request, or its Action
+	// is invalid (retrybudget.StepStop). Running it again cannot help.
 	VerbCancel
 	// VerbHold cancels the job with its action held for reconciliation: the
 	// provider may have applied it and nothing can tell. It must not run
@@ -100,19 +100,24 @@ func Decide(cfg Config, err error, o retrybudget.Outcome, ok bool, snoozes int, 
 		// The worker failed on its own (its database, a bug) after any
 		// provider call succeeded: River retries, and the ledger replays.
 		d.Verb = VerbRetry
-	case errors.Is(o.Reason, retrybudget.ErrUncertain):
-		d.Verb = VerbHold
-	case errors.Is(o.Reason, retrybudget.ErrRejected), errors.Is(o.Reason, retrybudget.ErrConflict):
-		d.Verb = VerbCancel
-	case notNow(o.Reason) && snoozes < cfg.MaxSnoozes &&
-		(o.RetryAt.After(now) || (gated(o.Reason) && !o.RetryAt.IsZero())):
-		from := o.RetryAt
-		if from.Before(now) {
-			from = now
-		}
-		d.Verb, d.Until = VerbSnooze, from.Add(max(spread, 0))
 	default:
-		d.Verb, d.Until = VerbRetry, o.RetryAt
+		// The Transport's rule for what comes next (retrybudget.Next), in
+		// River's verbs; a retry is a snooze when it is "not now".
+		switch step, _ := retrybudget.Next(nil, o.Err()); {
+		case step == retrybudget.StepHold:
+			d.Verb = VerbHold
+		case step == retrybudget.StepStop:
+			d.Verb = VerbCancel
+		case notNow(o.Reason) && snoozes < cfg.MaxSnoozes &&
+			(o.RetryAt.After(now) || (gated(o.Reason) && !o.RetryAt.IsZero())):
+			from := o.RetryAt
+			if from.Before(now) {
+				from = now
+			}
+			d.Verb, d.Until = VerbSnooze, from.Add(max(spread, 0))
+		default:
+			d.Verb, d.Until = VerbRetry, o.RetryAt
+		}
 	}
 	if latest := now.Add(cfg.MaxDelay); d.Until.After(latest) {
 		d.Until = latest

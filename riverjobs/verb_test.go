@@ -154,3 +154,13 @@ func ExampleDecide() {
 	// snoozed 5m0s
 	// cancelled
 }
+
+// Decide follows retrybudget.Next: an invalid Action is a final answer
+// (cancelled), not a retry that can never succeed.
+func TestDecideCancelsAnInvalidAction(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	o := retrybudget.Outcome{Reason: retrybudget.ErrInvalidAction, Class: retrybudget.ClassBusiness}
+	if d := riverjobs.Decide(riverjobs.Config{}, o.Err(), o, true, 0, now, 0); d.Verb != riverjobs.VerbCancel {
+		t.Fatalf("Decide = %v; want cancelled", d.Verb)
+	}
+}

@@ -144,30 +144,28 @@ func send(ctx context.Context, client *http.Client, url string, i int, c charge,
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
-	if err != nil {
-		var rbErr *retrybudget.Error
-		if !errors.As(err, &rbErr) {
-			res.err = err
-			return res
+	if resp != nil {
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+	}
+	var rbErr *retrybudget.Error
+	if _, ok := retrybudget.OutcomeOf(resp); !ok && !errors.As(err, &rbErr) {
+		res.err = err
+		if err == nil {
+			res.err = fmt.Errorf("status %d without an Outcome", resp.StatusCode)
 		}
-		res.ending, res.outcome = gaveUp, rbErr.Outcome
 		return res
 	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
-	out, ok := retrybudget.OutcomeOf(resp)
-	if !ok {
-		res.err = fmt.Errorf("status %d without an Outcome", resp.StatusCode)
-		return res
-	}
+	// Every worker reads the outcome with retrybudget.Next.
+	step, out := retrybudget.Next(resp, err)
 	res.outcome = out
-	switch err := out.Err(); {
-	case err == nil:
+	switch step {
+	case retrybudget.StepDone:
 		res.ending = succeeded
-		res.replayed = resp.Header.Get("Idempotent-Replayed") == "true"
-	case errors.Is(err, retrybudget.ErrRejected):
+		res.replayed = resp != nil && resp.Header.Get("Idempotent-Replayed") == "true"
+	case retrybudget.StepStop:
 		res.ending = rejected
-	default:
+	default: // retry at Outcome.RetryAt, or hold an uncertain action
 		res.ending = gaveUp
 	}
 	return res
