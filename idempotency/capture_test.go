@@ -193,8 +193,9 @@ func (f *failingComplete) Complete(context.Context, ledger.Key, int64, ledger.Ou
 }
 
 // TestPendingWhileRunning sends a second request while the first is in
-// the handler, through a real server: 409 with the lease's Retry-After,
-// and the replay once the first is done.
+// the handler, through a real server: 409 with a Retry-After of the
+// PendingRetryAfter hint (no run of the operation has ended yet), not the
+// lease's end, and the replay once the first is done.
 func TestPendingWhileRunning(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	e := newEnv(t, idempotency.Config{Lease: 5 * time.Second}, func(run int, w http.ResponseWriter, r *http.Request) {
@@ -213,8 +214,8 @@ func TestPendingWhileRunning(t *testing.T) {
 	}
 	a := post(srv.URL, "k1", defaultBody)
 	close(release)
-	if a.status != http.StatusConflict || !strings.Contains(a.body, idempotency.TypePending) || a.retryAfter != "5" {
-		t.Errorf("while running: %+v, want 409 pending with Retry-After 5", a)
+	if a.status != http.StatusConflict || !strings.Contains(a.body, idempotency.TypePending) || a.retryAfter != "1" {
+		t.Errorf("while running: %+v, want 409 pending with Retry-After 1", a)
 	}
 	if a := <-first; a.status != http.StatusCreated || a.body != `{"run":1}` {
 		t.Errorf("first: %+v", a)

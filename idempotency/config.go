@@ -158,6 +158,14 @@ type Config struct {
 	// Logger receives ledger failures met after the handler ran, when
 	// the response can no longer say so. Nil means silent.
 	Logger *slog.Logger
+	// PendingRetryAfter is the Retry-After of a 409 TypePending for an
+	// operation that has not yet run to its end in this process. Once it
+	// has, the answer says what is left of how long it usually takes
+	// (a moving average of its runs), so a duplicate comes back about when
+	// the first request's response is ready rather than when its owner's
+	// lease ends. Either way it is at least one second and never past the
+	// lease. Zero means one second.
+	PendingRetryAfter time.Duration
 	// Identities says how Logger's records name an action: by
 	// Identities.ActionID, the rule the Transport's LogObserver follows,
 	// so one ActionKey matches inbound and outbound logs. The zero value
@@ -173,6 +181,9 @@ const defaultTenantShare = 100
 type settings struct {
 	Config
 	methods map[string]bool
+	// typical is how long each operation's handler usually runs, shared
+	// by every handler New's middleware wraps.
+	typical *typical
 }
 
 // withDefaults returns c with every zero field replaced by its default.
@@ -189,7 +200,7 @@ func (c Config) withDefaults() settings {
 	if c.Methods == nil {
 		c.Methods = []string{http.MethodPost, http.MethodPatch}
 	}
-	s := settings{methods: make(map[string]bool, len(c.Methods))}
+	s := settings{methods: make(map[string]bool, len(c.Methods)), typical: &typical{}}
 	for _, m := range c.Methods {
 		s.methods[strings.ToUpper(m)] = true
 	}
@@ -204,6 +215,9 @@ func (c Config) withDefaults() settings {
 	}
 	if c.Lease <= 0 {
 		c.Lease = ledger.DefaultLease
+	}
+	if c.PendingRetryAfter <= 0 {
+		c.PendingRetryAfter = minPendingWait
 	}
 	if c.Now == nil {
 		c.Now = time.Now

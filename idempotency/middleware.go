@@ -105,7 +105,9 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch res.Verdict {
 	case ledger.VerdictCreated, ledger.VerdictRetry, ledger.VerdictResend:
+		start := g.s.Now()
 		g.run(w, r, k, res.Token, res.Record.CreatedAt, body)
+		g.s.typical.observe(k.Operation, g.s.Now().Sub(start))
 	case ledger.VerdictReplayed:
 		if res.Record.Outcome == nil {
 			g.log(r.Context(), "replay", k, ledger.ErrCorrupt)
@@ -114,7 +116,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeReplay(w, res.Record.Outcome)
 	case ledger.VerdictPending:
-		pending(res.RetryAfter).write(w)
+		pending(g.s.typical.pendingWait(k, res, g.s.Now(), g.s.PendingRetryAfter)).write(w)
 	case ledger.VerdictConflict:
 		problem{status: http.StatusUnprocessableEntity, typ: TypeConflict, title: "Idempotency key reused",
 			detail: "This idempotency key was used for a different request; use a new key for a new request."}.write(w)
