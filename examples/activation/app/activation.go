@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -50,9 +51,9 @@ func (s *service) activate(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, typeInvalidRequest, "Invalid request", "The body must be an activation JSON object.", 0)
 		return
 	}
-	if req.CampaignID == "" || req.AudienceID == "" || req.Revision < 1 {
+	if req.CampaignID == "" || !validAudience(req.AudienceID) || req.Revision < 1 {
 		writeProblem(w, http.StatusUnprocessableEntity, typeInvalidActivation, "Invalid activation",
-			"campaign_id and audience_id are required and revision must be at least 1.", 0)
+			"campaign_id and audience_id are required, audience_id is 1 to 64 letters, digits, '_' or '-', and revision must be at least 1.", 0)
 		return
 	}
 	inbound, _ := idempotency.InboundFrom(r.Context())
@@ -103,7 +104,7 @@ func (s *service) sync(r *http.Request, a Activation) (string, time.Duration, er
 		return "", 0, err
 	}
 	body, _ := json.Marshal(syncRequest{ActivationID: a.ID, CampaignID: a.CampaignID, Revision: a.Revision})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.destination+"/v1/audiences/"+a.AudienceID+"/syncs", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.destination+"/v1/audiences/"+url.PathEscape(a.AudienceID)+"/syncs", bytes.NewReader(body))
 	if err != nil {
 		return "", 0, err
 	}
@@ -172,4 +173,19 @@ func until(t time.Time) time.Duration {
 		return 0
 	}
 	return max(time.Until(t), 0)
+}
+
+// validAudience reports whether id may name an audience: 1 to 64 ASCII
+// letters, digits, '_' or '-'. It goes into the destination's URL path,
+// where a tenant's "../" or "?" would choose another endpoint.
+func validAudience(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

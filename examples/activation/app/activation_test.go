@@ -150,8 +150,10 @@ func TestReadmeCases(t *testing.T) {
 		}
 		w := f.post(key, body)
 		close(f.release)
+		// No activation has ended yet in this instance: come back in a
+		// second (the middleware's hint), well before the lease ends.
 		if w.Code != http.StatusConflict || problemType(w) != idempotency.TypePending ||
-			w.Header().Get("Retry-After") != strconv.Itoa(int(InboundLease/time.Second)) {
+			w.Header().Get("Retry-After") != "1" {
 			t.Errorf("pending: %d %v %s", w.Code, w.Header(), w.Body)
 		}
 		if w := <-first; w.Code != http.StatusCreated {

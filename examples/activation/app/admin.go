@@ -14,9 +14,8 @@ import (
 // adminTimeout bounds each ledger call of the admin endpoints.
 const adminTimeout = 2 * time.Second
 
-// admin serves the ledger's records to an operator. Each caller sees only
-// its own tenant's records; a real service would put these routes behind
-// an operator's credential instead.
+// admin serves the ledger's records to an operator: its routes accept only
+// an operator's credential (demoOperatorTokens), never a tenant's.
 type admin struct {
 	store ledger.Store
 }
@@ -24,6 +23,7 @@ type admin struct {
 // RecordView is how the admin endpoints show a ledger record: its state
 // and history, never its stored response body or fingerprint.
 type RecordView struct {
+	Tenant     string        `json:"tenant"`
 	Operation  string        `json:"operation"`
 	State      string        `json:"state"`
 	Owner      string        `json:"owner,omitempty"`
@@ -53,10 +53,10 @@ type ActionView struct {
 	Destination *RecordView `json:"destination"`
 }
 
-// action serves GET /admin/actions/{key}.
+// action serves GET /admin/tenants/{tenant}/actions/{key}.
 func (a *admin) action(w http.ResponseWriter, r *http.Request) {
-	inbound := ledger.Key{Tenant: tenantOf(r), Operation: "POST " + activationsPath, Key: r.PathValue("key")}
-	if r.PathValue("key") == "" {
+	inbound := ledger.Key{Tenant: r.PathValue("tenant"), Operation: "POST " + activationsPath, Key: r.PathValue("key")}
+	if inbound.Tenant == "" || inbound.Key == "" {
 		writeProblem(w, http.StatusBadRequest, typeInvalidRequest, "Invalid request", "The key is not a valid Idempotency-Key.", 0)
 		return
 	}
@@ -96,28 +96,30 @@ func (a *admin) get(w http.ResponseWriter, r *http.Request, k ledger.Key) (*ledg
 	return &rec, true
 }
 
-// stuck serves GET /admin/stuck: the caller's actions in progress whose
-// lease ended and those left uncertain (ledger.Store.Sweep).
+// maxStuck bounds what one GET /admin/stuck lists (and reads): the
+// oldest stuck actions first, as ledger.Store.Sweep orders them.
+const maxStuck = 100
+
+// stuck serves GET /admin/stuck: the actions in progress whose lease ended
+// and those left uncertain (ledger.Store.Sweep), at most maxStuck of them.
 func (a *admin) stuck(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
 	defer cancel()
-	recs, err := a.store.Sweep(ctx, 0)
+	recs, err := a.store.Sweep(ctx, maxStuck)
 	if err != nil {
 		writeProblem(w, http.StatusServiceUnavailable, typeStoreUnavailable, "Ledger unavailable", "The ledger could not be read; try again.", time.Second)
 		return
 	}
 	out := []*RecordView{}
 	for _, rec := range recs {
-		if rec.Key.Tenant == tenantOf(r) {
-			out = append(out, view(rec))
-		}
+		out = append(out, view(rec))
 	}
 	writeJSON(w, out)
 }
 
 // view returns rec as the admin endpoints show it.
 func view(rec ledger.Record) *RecordView {
-	v := &RecordView{Operation: rec.Key.Operation, State: rec.State.String(), Owner: rec.Owner, Sending: rec.Sending,
+	v := &RecordView{Tenant: rec.Key.Tenant, Operation: rec.Key.Operation, State: rec.State.String(), Owner: rec.Owner, Sending: rec.Sending,
 		Reason: rec.Reason, Attempts: []AttemptView{}, CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt}
 	if !rec.LeaseUntil.IsZero() {
 		v.LeaseUntil = &rec.LeaseUntil

@@ -85,12 +85,16 @@ func New(cfg Config) http.Handler {
 		Logger:         logger,
 	})
 	adm := &admin{store: cfg.Store}
+	api := http.NewServeMux()
+	api.Handle("POST "+activationsPath, guard(http.HandlerFunc(svc.activate)))
+	api.HandleFunc("GET "+activationsPath+"/{id}", svc.get)
+	ops := http.NewServeMux()
+	ops.HandleFunc("GET /admin/tenants/{tenant}/actions/{key}", adm.action)
+	ops.HandleFunc("GET /admin/stuck", adm.stuck)
 	mux := http.NewServeMux()
-	mux.Handle("POST "+activationsPath, guard(http.HandlerFunc(svc.activate)))
-	mux.HandleFunc("GET "+activationsPath+"/{id}", svc.get)
-	mux.HandleFunc("GET /admin/actions/{key}", adm.action)
-	mux.HandleFunc("GET /admin/stuck", adm.stuck)
-	return authenticate(demoTokens(), mux)
+	mux.Handle("/admin/", authenticate(demoOperatorTokens(), ops))
+	mux.Handle("/", authenticate(demoTokens(), api))
+	return mux
 }
 
 // activationsPath is the collection of activations; the inbound action's

@@ -14,6 +14,14 @@ func demoTokens() map[string]string {
 	return map[string]string{"token_a": "tenant_a", "token_b": "tenant_b"}
 }
 
+// demoOperatorTokens returns the demo's operator bearer tokens: the only
+// credentials the /admin endpoints accept. A tenant's token never reads the
+// ledger's records, its own included; a real service puts these routes
+// behind its operators' single sign-on instead.
+func demoOperatorTokens() map[string]string {
+	return map[string]string{"token_ops": "operator"}
+}
+
 type tenantCtxKey struct{}
 
 // authenticate answers 401 to a request without a bearer token listed in

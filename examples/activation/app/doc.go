@@ -10,7 +10,8 @@
 // under the same business action; both sides are recorded in one
 // ledger.Store, and the activations themselves are kept in an
 // [Activations] store shared by every instance, so any instance answers
-// an activation's Location. GET /admin/actions/{key} shows the ledger's
-// records of an action and GET /admin/stuck the stuck ones; the
-// destination's GET /v1/stats counts its effects.
+// an activation's Location. For an operator's token only, GET
+// /admin/tenants/{tenant}/actions/{key} shows the ledger's records of an
+// action and GET /admin/stuck the oldest stuck ones; the destination's GET
+// /v1/stats counts its effects.
 package app

@@ -48,6 +48,9 @@ func TestTwoInstancesOnRedis(t *testing.T) {
 	send := func(h http.Handler, method, path, key, body string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
 		r.Header.Set("Authorization", "Bearer token_a")
+		if strings.HasPrefix(path, "/admin/") {
+			r.Header.Set("Authorization", "Bearer token_ops")
+		}
 		if key != "" {
 			r.Header.Set("Idempotency-Key", key)
 		}
@@ -69,7 +72,7 @@ func TestTwoInstancesOnRedis(t *testing.T) {
 	if st := dest.Stats(); st.Requests != 1 || st.Syncs != 1 {
 		t.Errorf("destination %+v, want 1 request and 1 sync", st)
 	}
-	w := send(b, http.MethodGet, "/admin/actions/"+seedKey, "", "")
+	w := send(b, http.MethodGet, "/admin/tenants/tenant_a/actions/"+seedKey, "", "")
 	var v ActionView
 	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil || v.Inbound == nil || v.Inbound.State != "completed" ||
 		v.Inbound.Status != http.StatusCreated || v.Destination == nil || v.Destination.State != "completed" ||

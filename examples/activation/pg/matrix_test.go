@@ -151,7 +151,7 @@ func (f *fleet) stats(t *testing.T) app.Stats {
 // records reads the ledger's records of key from srv's admin endpoint.
 func records(t *testing.T, srv *httptest.Server, key string) app.ActionView {
 	t.Helper()
-	a := call(t, srv, http.MethodGet, "/admin/actions/"+key, "token_a", "", "")
+	a := call(t, srv, http.MethodGet, "/admin/tenants/tenant_a/actions/"+key, "token_ops", "", "")
 	var v app.ActionView
 	if err := json.Unmarshal([]byte(a.body), &v); err != nil || a.status != http.StatusOK {
 		t.Fatalf("admin: %d %s: %v", a.status, a.body, err)
