@@ -25,8 +25,14 @@ func (g *guard) beginAtomic(w http.ResponseWriter, r *http.Request, k ledger.Key
 	defer cancel()
 	atx, err := g.s.Store.(ledger.Atomic).BeginAtomic(ctx, k, token)
 	if err != nil {
-		g.log(r.Context(), "begin", k, err)
 		g.fail(ctx, k, token, false, "could not open the action's transaction")
+		if errors.Is(err, ledger.ErrBusy) {
+			// Not an outage: the store bounds its open transactions so
+			// that its own statements always find a connection.
+			busy().write(w)
+			return nil, false
+		}
+		g.log(r.Context(), "begin", k, err)
 		unavailable().write(w)
 		return nil, false
 	}

@@ -40,6 +40,7 @@
 //	body that cannot be read                  400 TypeBodyUnreadable                  no
 //	store unreachable                         503 TypeLedgerUnavailable, Retry-After  no
 //	store full / tenant at its quota          503 / 429 TypeLedgerFull, Retry-After   no
+//	Atomic: every transaction slot taken      503 TypeBusy, Retry-After: 1            no
 //	new key, or record expired                the handler's response                  yes
 //	same key, still running                   409 TypePending, Retry-After            no
 //	same key, different fingerprint           422 TypeConflict                        no

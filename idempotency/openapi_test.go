@@ -16,7 +16,7 @@ func TestOpenAPIDocumentsEveryProblem(t *testing.T) {
 	}
 	spec := string(doc)
 	for _, typ := range []string{TypeMissingKey, TypeMalformedKey, TypeBodyTooLarge, TypeBodyUnreadable,
-		TypePending, TypeConflict, TypeUncertain, TypeLedgerUnavailable, TypeNoTenant, TypeLedgerFull} {
+		TypePending, TypeConflict, TypeUncertain, TypeLedgerUnavailable, TypeNoTenant, TypeLedgerFull, TypeBusy} {
 		if !strings.Contains(spec, typ) {
 			t.Errorf("docs/openapi.yaml does not document problem type %s", typ)
 		}

@@ -69,6 +69,12 @@ const (
 	// cannot tell). Nothing ran, and no other key was
 	// forgotten to make room.
 	TypeLedgerFull = typeBase + "TypeLedgerFull"
+	// TypeBusy is the 503 answer given at once, with Retry-After: 1, when
+	// Config.Atomic is set and the store holds as many action
+	// transactions open as it allows (ledger.ErrBusy): nothing ran, and
+	// the same request may be sent again. The store itself answered; it is
+	// not TypeLedgerUnavailable.
+	TypeBusy = typeBase + "TypeBusy"
 	// TypeLedgerUnavailable is the 503 answer given when the ledger store
 	// could not be read or written before the handler ran, with
 	// Retry-After: 1. Nothing ran: the middleware fails closed rather than
@@ -112,6 +118,12 @@ func (p problem) write(w http.ResponseWriter) {
 func retryAfterSeconds(d time.Duration) int64 {
 	s := int64((d + time.Second - 1) / time.Second)
 	return max(s, 1)
+}
+
+// busy is the answer when an Atomic store has no free transaction slot.
+func busy() problem {
+	return problem{status: http.StatusServiceUnavailable, typ: TypeBusy, title: "Server busy",
+		detail: "The request was not run because the server is running as many requests as it can; send it again after Retry-After.", retryAfter: time.Second}
 }
 
 // unavailable is the answer when the store cannot be used.

@@ -38,6 +38,10 @@ var (
 	// (MemoryConfig.TenantMaxRecords, TenantMaxBytes). It wraps
 	// ErrFull, so errors.Is(err, ErrFull) holds too.
 	ErrTenantFull = fmt.Errorf("%w: tenant quota reached", ErrFull)
+	// ErrBusy reports a store at its bound of open atomic transactions
+	// (see Atomic): nothing was done, and a later try may find room. It
+	// is not an outage: the store answered.
+	ErrBusy = errors.New("ledger: too many actions in their transaction")
 	// ErrNoFingerprintKey reports a store shared between processes
 	// configured without Config.FingerprintKeys: it would keep request
 	// fingerprints that its readers could reverse by guessing.

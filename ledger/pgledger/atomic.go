@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/retrybudget/retrybudget/ledger"
@@ -26,18 +28,56 @@ func Tx(ctx context.Context) (pgx.Tx, bool) {
 // (so that, should its owner die, the expired lease means no effect and
 // the action is retried) in a statement of its own, then begins the
 // transaction. The transaction holds one connection of the pool until
-// Complete or Rollback.
+// Complete or Rollback, and one of Config.MaxAtomic slots: when none is
+// free within Config.AtomicWait, BeginAtomic fails with ledger.ErrBusy
+// and marks nothing.
 func (s *Store) BeginAtomic(ctx context.Context, k ledger.Key, token int64) (ledger.AtomicTx, error) {
+	release, err := s.takeSlot(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.fencedExec(ctx, "markAtomic", k, token); err != nil {
+		release()
 		return nil, err
 	}
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
 	tx, err := s.db.Begin(bctx)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("ledger: postgres begin: %w", err)
 	}
-	return &atomicTx{s: s, tx: tx, k: k, token: token}, nil
+	a := &atomicTx{s: s, tx: tx, k: k, token: token, deadline: time.Now().Add(s.cfg.atomicTimeout())}
+	a.release = func() {
+		a.mu.Lock()
+		cancels := a.cancels
+		a.cancels = nil
+		a.mu.Unlock()
+		for _, c := range cancels {
+			c()
+		}
+		release()
+	}
+	return a, nil
+}
+
+// takeSlot waits up to Config.AtomicWait for a free atomic transaction
+// slot, and returns the function that frees it (once, whoever calls it).
+func (s *Store) takeSlot(ctx context.Context) (func(), error) {
+	if s.slots == nil {
+		return func() {}, nil
+	}
+	t := time.NewTimer(s.cfg.atomicWait())
+	defer t.Stop()
+	select {
+	case s.slots <- struct{}{}:
+	case <-t.C:
+		return nil, fmt.Errorf("%w: %d open, none freed within %v", ledger.ErrBusy, cap(s.slots), s.cfg.atomicWait())
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ledger.ErrBusy, ctx.Err())
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-s.slots }) }, nil
 }
 
 // atomicTx is one owner's transaction.
@@ -46,9 +86,23 @@ type atomicTx struct {
 	tx    pgx.Tx
 	k     ledger.Key
 	token int64
+	// release ends the contexts Context made and frees the transaction's
+	// slot; it may be called more than once.
+	release func()
+	// deadline ends the transaction (Config.AtomicTimeout).
+	deadline time.Time
+
+	mu      sync.Mutex           // guards cancels
+	cancels []context.CancelFunc // of the contexts Context made
 }
 
+// Context returns ctx carrying the transaction, ending at its deadline or
+// when the transaction ends, whichever comes first.
 func (a *atomicTx) Context(ctx context.Context) context.Context {
+	ctx, cancel := context.WithDeadline(ctx, a.deadline)
+	a.mu.Lock()
+	a.cancels = append(a.cancels, cancel)
+	a.mu.Unlock()
 	return context.WithValue(ctx, txKey{}, a.tx)
 }
 
@@ -57,6 +111,11 @@ func (a *atomicTx) Context(ctx context.Context) context.Context {
 // the same owner (after a lost commit answer) waits for the commit and
 // then finds the action completed or still in progress, never half-way.
 func (a *atomicTx) Complete(ctx context.Context, o ledger.Outcome) error {
+	defer a.release()
+	if time.Now().After(a.deadline) {
+		a.rollback()
+		return fmt.Errorf("ledger: postgres complete: the transaction passed its deadline (%v)", a.s.cfg.atomicTimeout())
+	}
 	args, err := a.s.outcomeArgs(a.k, o)
 	if err != nil {
 		a.rollback()
@@ -85,6 +144,7 @@ func (a *atomicTx) Complete(ctx context.Context, o ledger.Outcome) error {
 }
 
 func (a *atomicTx) Rollback(ctx context.Context) error {
+	defer a.release()
 	ctx, cancel := a.s.bound(ctx)
 	defer cancel()
 	if err := a.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {

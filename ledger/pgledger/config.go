@@ -3,6 +3,8 @@ package pgledger
 import (
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -12,6 +14,19 @@ const DefaultTable = "retrybudget_ledger"
 // DefaultTimeout bounds every Store call whose context has no earlier
 // deadline, when Config.Timeout is zero.
 const DefaultTimeout = 5 * time.Second
+
+// Defaults of the atomic transactions' zero fields.
+const (
+	// DefaultAtomicWait is how long BeginAtomic waits for a free
+	// transaction slot when Config.AtomicWait is zero.
+	DefaultAtomicWait = time.Second
+	// DefaultAtomicTimeout is an atomic transaction's deadline when
+	// Config.AtomicTimeout is zero.
+	DefaultAtomicTimeout = 30 * time.Second
+	// reservedConns is how many of a pool's connections atomic
+	// transactions leave to the store's own statements by default.
+	reservedConns = 2
+)
 
 // DefaultPurgeBatch is how many expired records one Purge deletes when its
 // limit is zero.
@@ -29,6 +44,22 @@ type Config struct {
 	// connection fails the call instead of holding it for ever. Zero means
 	// DefaultTimeout; a context with an earlier deadline wins.
 	Timeout time.Duration
+	// MaxAtomic bounds the transactions BeginAtomic holds open at once,
+	// one pooled connection each, so that the store's own statements
+	// (Reserve, lease renewals, the writes of a Transport under the
+	// handler) always find a connection instead of waiting for one that a
+	// handler's transaction holds. Zero means the pool's MaxConns minus 2
+	// (at least 1) when the DB is a *pgxpool.Pool, else 1; negative means
+	// no bound.
+	MaxAtomic int
+	// AtomicWait is how long BeginAtomic waits for a free slot before it
+	// fails with ledger.ErrBusy. Zero means DefaultAtomicWait.
+	AtomicWait time.Duration
+	// AtomicTimeout is the deadline of an atomic transaction: the context
+	// AtomicTx.Context returns ends AtomicTimeout after BeginAtomic, and
+	// Complete after it rolls back, so one slow handler holds its
+	// connection for a bounded time. Zero means DefaultAtomicTimeout.
+	AtomicTimeout time.Duration
 }
 
 func (c Config) timeout() time.Duration {
@@ -36,6 +67,35 @@ func (c Config) timeout() time.Duration {
 		return c.Timeout
 	}
 	return DefaultTimeout
+}
+
+func (c Config) atomicWait() time.Duration {
+	if c.AtomicWait > 0 {
+		return c.AtomicWait
+	}
+	return DefaultAtomicWait
+}
+
+func (c Config) atomicTimeout() time.Duration {
+	if c.AtomicTimeout > 0 {
+		return c.AtomicTimeout
+	}
+	return DefaultAtomicTimeout
+}
+
+// maxAtomic returns the bound on open atomic transactions for db, 0 for
+// none.
+func (c Config) maxAtomic(db DB) int {
+	switch {
+	case c.MaxAtomic > 0:
+		return c.MaxAtomic
+	case c.MaxAtomic < 0:
+		return 0
+	}
+	if p, ok := db.(interface{ Stat() *pgxpool.Stat }); ok {
+		return max(int(p.Stat().MaxConns())-reservedConns, 1)
+	}
+	return 1
 }
 
 func (c Config) table() string {

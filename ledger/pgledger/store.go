@@ -40,6 +40,9 @@ type Store struct {
 	cfg     Config
 	table   string // quoted, possibly schema-qualified
 	queries map[string]string
+	// slots holds one token per open atomic transaction (Config.MaxAtomic);
+	// nil means no bound.
+	slots chan struct{}
 }
 
 // New returns a Store on db. It does not touch the database; call Migrate
@@ -59,6 +62,9 @@ func New(db DB, cfg Config) (*Store, error) {
 		id = pgx.Identifier{cfg.Schema, cfg.table()}
 	}
 	s := &Store{db: db, cfg: cfg, table: id.Sanitize(), queries: map[string]string{}}
+	if n := cfg.maxAtomic(db); n > 0 {
+		s.slots = make(chan struct{}, n)
+	}
 	for name, q := range map[string]string{
 		"reserve": reserveSQL, "reserveLimited": reserveLimitedSQL, "read": readSQL, "get": getSQL,
 		"renew": renewSQL, "attempt": attemptSQL, "complete": completeSQL, "fail": failSQL,
