@@ -101,7 +101,7 @@ func extract(path string) ([]snippet, error) {
 			}
 		case cur != nil && trimmed == "```":
 			out = append(out, *cur)
-			cur = nil
+			cur, prev = nil, ""
 		case cur != nil:
 			cur.code += line + "\n"
 		case trimmed != "":
@@ -289,7 +289,12 @@ func vet(t *testing.T, dir, root string) (string, error) {
 		"GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"),
 	)
 	out, err := cmd.CombinedOutput()
-	return strings.ReplaceAll(string(out), root+string(filepath.Separator), ""), err
+	text := strings.ReplaceAll(string(out), root+string(filepath.Separator), "")
+	// The go command prints a path relative to dir when that is shorter.
+	if rel, relErr := filepath.Rel(dir, root); relErr == nil {
+		text = strings.ReplaceAll(text, rel+string(filepath.Separator), "")
+	}
+	return text, err
 }
 
 // docFiles returns README.md and every docs/*.md under root.
@@ -367,10 +372,11 @@ func TestBrokenSnippetNamesItsFileAndLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := vet(t, dir, root)
+	t.Logf("go vet: %v\n%s", err, out)
 	if err == nil {
 		t.Fatalf("go vet passed a block that does not compile:\n%s", out)
 	}
-	if !strings.Contains(out, filepath.Join("docs", "page.md")+":11:") {
+	if !strings.Contains(out, "\nvet: "+filepath.Join("docs", "page.md")+":11:") {
 		t.Fatalf("the error does not name docs/page.md:11, the broken line:\n%s", out)
 	}
 	if strings.Contains(out, "page.md:4:") {
