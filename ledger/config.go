@@ -24,7 +24,11 @@ const ExpiryGrace = time.Hour
 // Config.MaxAttempts is zero.
 const DefaultMaxAttempts = 32
 
-// Config holds what both stores share. The zero value is ready to use.
+// Config holds what every store shares. A store shared between processes
+// requires FingerprintKeys, a per-deployment secret: NewRedis and
+// pgledger.New fail with ErrNoFingerprintKey without it. For NewMemory the
+// zero value is ready to use. Every other zero field means the default its
+// comment names.
 type Config struct {
 	// Lease is how long an owner holds an action before others may treat it
 	// as dead; owners of long calls call Renew. Zero means DefaultLease.

@@ -36,7 +36,10 @@ var (
 	markLua string
 )
 
-// RedisConfig configures a Redis store. The zero value is ready to use.
+// RedisConfig configures a Redis store. It requires Config.FingerprintKeys,
+// a per-deployment secret held by every process of the fleet: NewRedis fails
+// with ErrNoFingerprintKey without it, so the zero value is not ready to use.
+// Every other zero field means the default its comment names.
 type RedisConfig struct {
 	Config
 	// WaitReplicas, when positive, makes Reserve (when it grants the
@@ -46,7 +49,7 @@ type RedisConfig struct {
 	// that was not acknowledged is given up as failed (no effect), so the
 	// action runs again later rather than sitting in progress. It narrows
 	// what a failover can lose to writes no replica had; it does not make
-	// Redis strongly consistent (see the README). It needs a client with
+	// Redis strongly consistent (see docs/ledger.md). It needs a client with
 	// one primary (*redis.Client, including a Sentinel failover client).
 	// Zero means no waiting.
 	WaitReplicas int

@@ -32,7 +32,11 @@ const (
 // limit is zero.
 const DefaultPurgeBatch = 1000
 
-// Config configures a Store. The zero value is ready to use.
+// Config configures a Store. It requires Config.FingerprintKeys, a
+// per-deployment secret held by every instance sharing the database: New
+// fails with an error wrapping ledger.ErrNoFingerprintKey without it, so the
+// zero value is not ready to use. Every other zero field means the default
+// its comment names.
 type Config struct {
 	ledger.Config
 	// Schema is the PostgreSQL schema holding the table. Zero means the
