@@ -97,15 +97,16 @@ func (openAIClassifier) Classify(a *retrybudget.AttemptResult) retrybudget.Class
 	return cls
 }
 
-// openAIBillingCodes are the error types and codes of a 429 that says the
-// organization or project may not spend more, from OpenAI's error codes
-// guide and the SDKs' error types (read 2026-12-03).
-var openAIBillingCodes = [...]string{
-	"insufficient_quota",
-	"credit_balance_exhausted",
-	"organization_spend_limit_exceeded",
-	"project_spend_limit_exceeded",
-	"organization_usage_limit_exceeded",
+// openAIBillingCode reports whether s, an error type or code of a 429,
+// says the organization or project may not spend more, from OpenAI's error
+// codes guide and the SDKs' error types (read 2026-12-03).
+func openAIBillingCode(s string) bool {
+	switch s {
+	case "insufficient_quota", "credit_balance_exhausted", "organization_spend_limit_exceeded",
+		"project_spend_limit_exceeded", "organization_usage_limit_exceeded":
+		return true
+	}
+	return false
 }
 
 // billingStop reports whether the JSON error body names a billing stop in
@@ -121,12 +122,7 @@ func billingStop(resp *http.Response) bool {
 		return false
 	}
 	code, _ := body.Error.Code.(string)
-	for _, c := range openAIBillingCodes {
-		if body.Error.Type == c || code == c {
-			return true
-		}
-	}
-	return false
+	return openAIBillingCode(body.Error.Type) || openAIBillingCode(code)
 }
 
 // OpenAIProjectBoundary returns the OpenAI preset's Boundary with the
