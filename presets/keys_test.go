@@ -65,6 +65,27 @@ func TestPayPalLedgerResendsOnlyWithinKeyRetention(t *testing.T) {
 	}
 }
 
+// TestStripeLedgerResendsOnlyWithinKeyRetention is the same for Stripe,
+// which may drop a key once it is 24 hours old.
+func TestStripeLedgerResendsOnlyWithinKeyRetention(t *testing.T) {
+	for _, later := range []struct {
+		after    time.Duration
+		arrivals int
+	}{{23 * time.Hour, 1}, {25 * time.Hour, 0}} {
+		f := newFake(t, reply{status: 500}, reply{status: 500}, reply{status: 500}, reply{status: 200, body: `{"id":"ch_1"}`})
+		clock := &storeClock{now: time.Unix(1_700_000_000, 0)}
+		store := ledger.NewMemory(ledger.MemoryConfig{Config: ledger.Config{Retention: 7 * 24 * time.Hour}, Now: clock.Now})
+		cl := atFake(t, f, []retrybudget.Route{presets.Stripe()}, func(cfg *retrybudget.Config) { cfg.Ledger.Store = store })
+		ctx := retrybudget.WithAction(context.Background(), retrybudget.Action{Tenant: "shop", Operation: "charge", Key: "order-7"})
+		do(ctx, t, cl, f, "POST", "/v1/charges")
+		clock.advance(later.after)
+		out := do(ctx, t, cl, f, "POST", "/v1/charges")
+		if got := f.arrivals() - 3; got != later.arrivals {
+			t.Fatalf("run %s later sent %d requests (reason %v); want %d", later.after, got, out.Reason, later.arrivals)
+		}
+	}
+}
+
 // TestPayPalCallsWithoutKeyAreNotRepeated sends the calls PayPal's SDK sends
 // without PayPal-Request-Id (order confirm, tracking, subscription activate,
 // suspend and cancel) under an Action, and gets a 500: PayPal does not
