@@ -105,6 +105,9 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		}
 		return reservation{stop: ErrLedger, cause: err}
 	}
+	if res.Verdict == ledger.VerdictResend && keyLapsed(cfg.KeyRetention, res.Record) {
+		return g.lapsed(ctx, res)
+	}
 	g.decided(res.Verdict, res.Path, res.Expired)
 	switch res.Verdict {
 	case ledger.VerdictCreated, ledger.VerdictRetry, ledger.VerdictResend:

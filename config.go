@@ -43,6 +43,14 @@ type Config struct {
 	// Action then no longer asserts that the provider honours its key.
 	// False (the default) sends a key with every call that has one.
 	OmitKey bool
+	// KeyRetention is how long the provider keeps a key once the action
+	// it names was first reserved, when it documents a window, such as
+	// PayPal's 6 hours for Orders: past it, a key is new work to the
+	// provider, so the ledger never re-sends an action older than this
+	// under its key; it reports it as ErrUncertain for an operator
+	// instead. Zero means the provider keeps keys at least as long as the
+	// ledger keeps records.
+	KeyRetention time.Duration
 
 	// MaxAttempts limits the attempts per call, the first included. Zero
 	// means 4; a negative value means 1 (no retries).

@@ -18,8 +18,10 @@ type Route struct {
 	// "*.example.com" matches "api.example.com" but not "example.com".
 	Host string
 	// PathPrefix, when set, narrows the Route to URL paths that start with
-	// it. Among matching Routes the longest PathPrefix wins; on a tie, the
-	// first.
+	// it. A segment written as a name in braces stands for any one
+	// segment, as in net/http's ServeMux patterns:
+	// "/v2/checkout/orders/{id}/capture". Among matching Routes the
+	// longest PathPrefix wins; on a tie, the first.
 	PathPrefix string
 	// NoAction makes the Route's requests carry no Action: no action key
 	// and no ledger record, whatever the context holds. It suits auxiliary
@@ -117,7 +119,7 @@ func match(rs []route, req *http.Request) *Transport {
 	var best *route
 	for i := range rs {
 		r := &rs[i]
-		if r.matchesHost(req.URL.Host) && strings.HasPrefix(req.URL.Path, r.prefix) &&
+		if r.matchesHost(req.URL.Host) && pathHasPrefix(req.URL.Path, r.prefix) &&
 			(best == nil || len(r.prefix) > len(best.prefix)) {
 			best = r
 		}

@@ -1,6 +1,7 @@
 // Package presets holds retrybudget policies for well-known providers,
 // each built from the provider's public documentation: the key header and
-// whether the provider deduplicates by it, the provider's own retry
+// whether the provider deduplicates by it and for how long it keeps it
+// (Config.KeyRetention), the provider's own retry
 // signals (Stripe-Should-Retry, x-should-retry), its rate-limit fields and
 // what a refusal means, and backoff settings that suit its limits.
 //
@@ -13,8 +14,13 @@
 //		Routes: []retrybudget.Route{r},
 //	})}
 //
+// Where a provider's rules differ by API (whether a path takes the key, how
+// long the provider keeps it), the preset also comes as one Route per API:
+// PayPalRoutes, TwilioRoutes. Pass them all to the Transport.
+//
 // A preset sets Config.Boundary to the provider's metering unit (usually
-// the credential), but no Limiter: the pauses a preset asks for (from
+// the credential; the account, project or installation where the request
+// names it, or through a helper such as GitHubBoundary), but no Limiter: the pauses a preset asks for (from
 // Retry-After on a refusal, or from a rate-limit field saying the quota is
 // spent) reach the fleet only through the Limiter the caller sets.
 //

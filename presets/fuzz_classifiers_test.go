@@ -19,6 +19,8 @@ func FuzzClassifiers(f *testing.F) {
 	f.Add(403, "x-ratelimit-reset", "1893456000", "Stripe-Should-Retry", "true", `{"error":{"code":"insufficient_quota"}}`)
 	f.Add(200, "X-Shopify-Shop-Api-Call-Limit", "40/40", "RateLimit", `"default";r=0;t=30`, "")
 	f.Add(503, "retry-after-ms", "1500", "x-should-retry", "false", "not json")
+	f.Add(200, "X-Request-Id", "1", "", "", `{"errors":[{"extensions":{"code":"THROTTLED"}}],"extensions":{"cost":{"requestedQueryCost":1e300,"throttleStatus":{"currentlyAvailable":-5,"restoreRate":1e-300}}}}`)
+	f.Add(429, "", "", "", "", `{"code":60203,"status":429}`)
 	var classifiers []retrybudget.Classifier
 	for _, name := range Names() {
 		r, _ := ByName(name)
@@ -28,19 +30,25 @@ func FuzzClassifiers(f *testing.F) {
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, code int, k1, v1, k2, v2, body string) {
 		code = 100 + (code%500+500)%500 // a status code, 100 to 599
-		for _, c := range classifiers {
+		for i, c := range classifiers {
 			if c == nil {
 				continue
 			}
+			// The path decides which rules apply: Shopify's GraphQL answers,
+			// Slack's read methods.
+			path := [...]string{"/v1/x", "/admin/api/2024-10/graphql.json", "/api/users.list"}[(i+code)%3]
 			h := http.Header{}
 			h.Add(k1, v1)
 			h.Add(k2, v2)
 			h.Set("Content-Type", "application/json")
 			resp := &http.Response{StatusCode: code, Header: h, Body: io.NopCloser(strings.NewReader(body))}
-			req, _ := http.NewRequest("POST", "https://api.example.com/v1/x", nil)
+			req, _ := http.NewRequest("POST", "https://api.example.com"+path, nil)
 			cls := c.Classify(&retrybudget.AttemptResult{Request: req, Response: resp, Now: now})
 			if cls.Class.String() == "unknown" {
 				t.Fatalf("%T: status %d got an unknown class", c, code)
+			}
+			if wait := cls.PauseUntil.Sub(now); wait > 24*time.Hour {
+				t.Fatalf("%T: status %d paused for %v", c, code, wait)
 			}
 			got, _ := io.ReadAll(resp.Body)
 			if string(got) != body {

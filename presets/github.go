@@ -21,7 +21,7 @@ const githubMaxWait = 30 * time.Second
 
 // GitHub returns the policy for the GitHub REST API (api.github.com).
 //
-// Source:
+// Source (read 2026-12-03):
 // https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
 // ("Exceeding the rate limit" and "Handle rate limit errors
 // appropriately").
@@ -57,11 +57,26 @@ const githubMaxWait = 30 * time.Second
 //     MaxCooldown (five minutes by default), so to hold the fleet until an
 //     hourly reset, raise MaxCooldown to an hour.
 //   - Boundary: the host, a hash of the Authorization header, and the
-//     rate limit resource the path counts against (search, graphql, or
-//     core for the rest), since GitHub keeps a limit per resource and a
-//     spent search quota must not pause core requests. The mapping by path
-//     is our approximation of x-ratelimit-resource, which is only known
-//     after the response.
+//     rate limit resource the request counts against, since GitHub keeps a
+//     limit per resource and a spent code_scanning_upload or search quota
+//     must not pause core requests. The resource is read from the method
+//     and path as go-github's GetRateLimitCategory reads it (core, search,
+//     code_search, graphql, integration_manifest, source_import,
+//     code_scanning_upload, scim, dependency_snapshots, dependency_sbom,
+//     audit_log), our approximation of x-ratelimit-resource, which is only
+//     known after the response.
+//   - GitHub meters a personal access token or an OAuth token per user (all
+//     of a user's tokens share the limit), and a GitHub App installation
+//     per installation, whose tokens expire after an hour: a pause kept
+//     under the old token's hash stops applying when the token is renewed,
+//     while the quota stays spent. Name the metered unit with
+//     GitHubBoundary("installation:" + id) or GitHubBoundary("user:" +
+//     login) on the copy.
+//   - A secondary limit is shared by the REST and GraphQL APIs of the
+//     credential, but the pause it asks for applies to the boundary of
+//     the request that met it (credential and resource): a Boundary names
+//     one limiter key per request. Other resources of the credential learn
+//     of it from their own answers.
 //   - Auxiliary: /app/installations/ (a GitHub App's installation token
 //     requests) carries no Action.
 func GitHub() retrybudget.Route {
@@ -127,16 +142,40 @@ func githubSecondaryBody(resp *http.Response) bool {
 	return strings.Contains(u, "secondary-rate-limit") || strings.HasSuffix(u, "#abuse-rate-limits")
 }
 
+// GitHubBoundary returns the GitHub preset's Boundary with unit, a name of
+// the caller's choice for what GitHub meters (such as "installation:123"
+// for a GitHub App installation, or "user:octocat" for a user's tokens), in
+// place of the credential, still split by rate limit resource.
+func GitHubBoundary(unit string) limiter.Boundary {
+	return scoped(limiter.Fixed("github:"+unit), githubResource)
+}
+
 // githubResource names the rate limit resource a request counts against,
-// from its path.
+// from its method and path, as go-github's GetRateLimitCategory does
+// (read 2026-12-03): the names are GitHub's x-ratelimit-resource values.
 func githubResource(r *http.Request) string {
-	switch p := r.URL.Path; {
-	case p == "/graphql" || strings.HasPrefix(p, "/graphql/"):
-		return "graphql"
-	case strings.HasPrefix(p, "/search/code"):
+	p, m := r.URL.Path, r.Method
+	switch {
+	case strings.HasPrefix(p, "/search/code") && m == http.MethodGet:
 		return "code_search"
 	case strings.HasPrefix(p, "/search/"):
 		return "search"
+	case p == "/graphql" || strings.HasPrefix(p, "/graphql/"):
+		return "graphql"
+	case strings.HasPrefix(p, "/app-manifests/") && strings.HasSuffix(p, "/conversions") && m == http.MethodPost:
+		return "integration_manifest"
+	case strings.HasPrefix(p, "/repos/") && strings.HasSuffix(p, "/import") && m == http.MethodPut:
+		return "source_import"
+	case strings.HasSuffix(p, "/code-scanning/sarifs"):
+		return "code_scanning_upload"
+	case strings.HasPrefix(p, "/scim/"):
+		return "scim"
+	case strings.HasPrefix(p, "/repos/") && strings.HasSuffix(p, "/dependency-graph/snapshots") && m == http.MethodPost:
+		return "dependency_snapshots"
+	case strings.HasPrefix(p, "/repos/") && strings.HasSuffix(p, "/dependency-graph/sbom") && m == http.MethodGet:
+		return "dependency_sbom"
+	case strings.HasSuffix(p, "/audit-log"):
+		return "audit_log"
 	default:
 		return "core"
 	}

@@ -13,7 +13,7 @@ import (
 // other OpenAI-style APIs, whose SDKs share the same retry headers: set
 // Host on the returned copy.
 //
-// Sources: https://platform.openai.com/docs/guides/rate-limits and
+// Sources (read 2026-12-03): https://platform.openai.com/docs/guides/rate-limits and
 // https://platform.openai.com/docs/guides/error-codes; retry-after-ms and
 // x-should-retry are read by the official SDKs (openai-python,
 // openai-node), not described in the guides.
@@ -24,8 +24,11 @@ import (
 //   - x-should-retry: true is HintRetry, false is HintNoRetry: the server's
 //     word on whether a failed request is worth repeating overrides the
 //     status, as in the SDKs.
-//   - A 429 whose JSON error has type or code insufficient_quota means the
-//     account is out of credit or past its spending limit: a business
+//   - A 429 whose JSON error has a billing type or code
+//     (insufficient_quota, credit_balance_exhausted,
+//     organization_spend_limit_exceeded, project_spend_limit_exceeded,
+//     organization_usage_limit_exceeded) means the organization or project
+//     is out of credit or past a spending or usage limit: a business
 //     answer, not retried, unless x-should-retry says otherwise (the error
 //     codes guide says to buy credits or raise the limit, not to wait).
 //   - x-ratelimit-remaining-requests and x-ratelimit-remaining-tokens at 0
@@ -34,15 +37,25 @@ import (
 //   - Key: the API documents no idempotency key, so none is sent
 //     (OmitKey) unless an SDK or the caller sets one, and none is honoured: a
 //     POST that got a 5xx is repeated only when x-should-retry: true says
-//     so (our choice; the SDKs repeat 5xx, which may bill twice). 409 is a
-//     business answer unless x-should-retry: true.
+//     so. 409 is a business answer unless x-should-retry: true.
+//   - A POST that got a 503 with no retry hint (no retry-after-ms,
+//     Retry-After or x-should-retry) is not repeated, where the SDKs repeat
+//     it (our choice): a gateway may answer 503 after the model ran, so a
+//     repeat may bill a second completion, and for a tool call or an
+//     Assistants run, act twice. The cost is a call that fails at once
+//     (ErrUncertain) during an outage the SDK would have ridden out; to
+//     trade the other way, wrap Classifier on the copy to give that 503
+//     HintRetry.
 //   - Three attempts, 500ms doubling up to 8s (the SDKs' defaults: two
 //     retries, a 0.5s first delay, 8s at most).
-//   - Boundary: the host, a hash of the Authorization header (the API key)
-//     and the endpoint path. Limits are per organization and project and
-//     per model; the model is in the request body, out of a Boundary's
-//     reach, so a spent quota of one model pauses the endpoint for all
-//     models of that key.
+//   - Boundary: the project and the endpoint path. OpenAI limits per
+//     organization and project, and per model. The project is the
+//     OpenAI-Project header when the request carries one; otherwise the
+//     host and a hash of the Authorization header (the API key) stand for
+//     it, so two keys of one project get two boundaries: for those, set
+//     OpenAIProjectBoundary(name) on the copy. The model is in the request
+//     body, out of a Boundary's reach, so a spent quota of one model
+//     pauses the endpoint for all models of the project.
 func OpenAI() retrybudget.Route {
 	return retrybudget.Route{
 		Name: "openai",
@@ -52,7 +65,7 @@ func OpenAI() retrybudget.Route {
 			MaxAttempts: 3,
 			BaseDelay:   500 * time.Millisecond,
 			MaxDelay:    8 * time.Second,
-			Boundary:    scoped(limiter.ByCredential(), func(r *http.Request) string { return r.URL.Path }),
+			Boundary:    scoped(openAIProject, urlPath),
 			Classifier: rateheader.Classifier{Next: openAIClassifier{}, Families: []rateheader.XRateLimit{
 				{Suffix: "-Requests", Mode: rateheader.ResetDuration},
 				{Suffix: "-Tokens", Mode: rateheader.ResetDuration},
@@ -62,7 +75,7 @@ func OpenAI() retrybudget.Route {
 }
 
 // openAIClassifier applies retry-after-ms, x-should-retry and the
-// insufficient_quota rule on top of DefaultClassifier.
+// billing rule on top of DefaultClassifier.
 type openAIClassifier struct{}
 
 // Classify implements retrybudget.Classifier.
@@ -78,16 +91,27 @@ func (openAIClassifier) Classify(a *retrybudget.AttemptResult) retrybudget.Class
 		cls.RetryAt = at
 	}
 	cls.Hint = boolHint(resp.Header.Get("X-Should-Retry"))
-	if cls.Hint == retrybudget.HintNone && resp.StatusCode == http.StatusTooManyRequests && insufficientQuota(resp) {
+	if cls.Hint == retrybudget.HintNone && resp.StatusCode == http.StatusTooManyRequests && billingStop(resp) {
 		cls.Class, cls.Hint, cls.RetryAt = retrybudget.ClassBusiness, retrybudget.HintNoRetry, time.Time{}
 	}
 	return cls
 }
 
-// insufficientQuota reports whether the JSON error body says the account
-// has run out of quota: {"error": {"type": "insufficient_quota", ...}} or
-// the same in code.
-func insufficientQuota(resp *http.Response) bool {
+// openAIBillingCode reports whether s, an error type or code of a 429,
+// says the organization or project may not spend more, from OpenAI's error
+// codes guide and the SDKs' error types (read 2026-12-03).
+func openAIBillingCode(s string) bool {
+	switch s {
+	case "insufficient_quota", "credit_balance_exhausted", "organization_spend_limit_exceeded",
+		"project_spend_limit_exceeded", "organization_usage_limit_exceeded":
+		return true
+	}
+	return false
+}
+
+// billingStop reports whether the JSON error body names a billing stop in
+// its type or code: {"error": {"type": "insufficient_quota", ...}}.
+func billingStop(resp *http.Response) bool {
 	var body struct {
 		Error struct {
 			Type string `json:"type"`
@@ -98,5 +122,26 @@ func insufficientQuota(resp *http.Response) bool {
 		return false
 	}
 	code, _ := body.Error.Code.(string)
-	return body.Error.Type == "insufficient_quota" || code == "insufficient_quota"
+	return openAIBillingCode(body.Error.Type) || openAIBillingCode(code)
 }
+
+// OpenAIProjectBoundary returns the OpenAI preset's Boundary with the
+// project named by project, a name of the caller's choice (such as the
+// project id, "proj_abc"), in place of the API key: every key of the
+// project then shares its limits, as OpenAI meters them.
+func OpenAIProjectBoundary(project string) limiter.Boundary {
+	return scoped(limiter.Fixed("openai:project:"+project), urlPath)
+}
+
+// openAIProject is the OpenAI boundary's project part: the OpenAI-Project
+// header, which names a project and is no secret, or else the host and a
+// hash of the API key.
+func openAIProject(r *http.Request) string {
+	if p := r.Header.Get("OpenAI-Project"); p != "" {
+		return "openai:project:" + p
+	}
+	return limiter.ByCredential()(r)
+}
+
+// urlPath scopes a boundary by the request's URL path.
+func urlPath(r *http.Request) string { return r.URL.Path }

@@ -23,11 +23,12 @@ const ShopifyLeakRate = 2
 // thousand requests; a larger figure is garbage.
 const maxCallLimit = 1_000_000
 
-// Shopify returns the policy for the Shopify REST Admin API
+// Shopify returns the policy for the Shopify Admin APIs, REST and GraphQL
 // (*.myshopify.com/admin/api/).
 //
-// Sources: https://shopify.dev/docs/api/usage/rate-limits and
-// https://shopify.dev/docs/api/admin-rest/usage/rate-limits.
+// Sources (read 2026-12-03): https://shopify.dev/docs/api/usage/rate-limits,
+// https://shopify.dev/docs/api/admin-rest/usage/rate-limits and
+// https://shopify.dev/docs/api/admin-graphql#rate-limits.
 //
 //   - The REST Admin API is a leaky bucket per app and store: each request
 //     adds one, the bucket drains at 2 requests per second on the
@@ -44,9 +45,18 @@ const maxCallLimit = 1_000_000
 //   - Key: the REST Admin API documents no idempotency key header, so
 //     none is sent (OmitKey) and none is honoured: a POST that may have been applied is not
 //     repeated (ErrUncertain).
-//   - The GraphQL Admin API (admin/api/.../graphql.json) is limited by
-//     query cost reported in the response body, which this preset does not
-//     read; its 429s are still honoured.
+//   - The GraphQL Admin API (admin/api/.../graphql.json) is a bucket of
+//     query cost points per app and store, refilled at restoreRate points
+//     per second. A throttled query is answered 200 with
+//     errors[].extensions.code "THROTTLED" and the bucket in
+//     extensions.cost.throttleStatus (maximumAvailable,
+//     currentlyAvailable, restoreRate); the query did not run. It is a
+//     capacity answer: RetryAt and PauseUntil are when the bucket holds
+//     the query's requestedQueryCost again, (requestedQueryCost −
+//     currentlyAvailable) / restoreRate seconds on (one point's time when
+//     the cost is not given), at most a minute. The body is read for this
+//     only on graphql.json answers, at most 16 KiB and 100ms of it, and
+//     left in place for the caller.
 //   - Three attempts, 500ms doubling up to 10s (our choice).
 //   - Auxiliary: /admin/oauth/ (the access token exchange) carries no
 //     Action.
@@ -85,6 +95,10 @@ func (shopifyClassifier) Classify(a *retrybudget.AttemptResult) retrybudget.Clas
 			cls.PauseUntil = until
 		}
 	}
+	if until, ok := shopifyThrottled(a.Request, resp, now); ok {
+		cls.Class, cls.RetryAt = retrybudget.ClassCapacity, until
+		cls.PauseUntil = later(cls.PauseUntil, until)
+	}
 	if resp.StatusCode == http.StatusTooManyRequests {
 		if at, ok := rateheader.ParseRetryAfter(resp.Header, now); ok {
 			cls.RetryAt = at
@@ -93,6 +107,62 @@ func (shopifyClassifier) Classify(a *retrybudget.AttemptResult) retrybudget.Clas
 		}
 	}
 	return cls
+}
+
+// maxThrottleWait bounds the wait read from a GraphQL throttle status: the
+// documented buckets refill in seconds, so a longer figure is garbage.
+const maxThrottleWait = time.Minute
+
+// shopifyThrottled reads the answer resp to req, a GraphQL Admin API call: when its errors say
+// THROTTLED, until is when the bucket holds the query's cost again (see
+// Shopify) and ok is true.
+func shopifyThrottled(req *http.Request, resp *http.Response, now time.Time) (until time.Time, ok bool) {
+	if resp.StatusCode != http.StatusOK || req == nil || !strings.HasSuffix(req.URL.Path, "/graphql.json") {
+		return time.Time{}, false
+	}
+	var body struct {
+		Errors []struct {
+			Extensions struct {
+				Code string `json:"code"`
+			} `json:"extensions"`
+		} `json:"errors"`
+		Extensions struct {
+			Cost struct {
+				RequestedQueryCost float64 `json:"requestedQueryCost"`
+				ThrottleStatus     struct {
+					CurrentlyAvailable float64 `json:"currentlyAvailable"`
+					RestoreRate        float64 `json:"restoreRate"`
+				} `json:"throttleStatus"`
+			} `json:"cost"`
+		} `json:"extensions"`
+	}
+	if !peekJSON(resp, &body) {
+		return time.Time{}, false
+	}
+	throttled := false
+	for _, e := range body.Errors {
+		throttled = throttled || e.Extensions.Code == "THROTTLED"
+	}
+	if !throttled {
+		return time.Time{}, false
+	}
+	cost, st := body.Extensions.Cost.RequestedQueryCost, body.Extensions.Cost.ThrottleStatus
+	wait := maxThrottleWait
+	if st.RestoreRate > 0 {
+		need := max(cost-st.CurrentlyAvailable, 1)
+		if secs := need / st.RestoreRate; secs < maxThrottleWait.Seconds() {
+			wait = time.Duration(secs * float64(time.Second))
+		}
+	}
+	return now.Add(wait), true
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // drainTime is how long the bucket takes to drain n requests at

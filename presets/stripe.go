@@ -10,7 +10,7 @@ import (
 
 // Stripe returns the policy for the Stripe API (api.stripe.com).
 //
-// Sources: https://docs.stripe.com/error-low-level#idempotency,
+// Sources (read 2026-12-03): https://docs.stripe.com/error-low-level#idempotency,
 // https://docs.stripe.com/api/idempotent_requests and
 // https://docs.stripe.com/rate-limits.
 //
@@ -18,6 +18,9 @@ import (
 //     body of the first request made with a key once the endpoint starts
 //     executing, and replays them for later requests with the same key, so
 //     a POST that may have been applied can be repeated with its key.
+//     "Keys are eligible to be removed from the system automatically after
+//     they're at least 24 hours old" (idempotent_requests), so KeyRetention
+//     is 24 hours: the ledger never re-sends an older action under its key.
 //   - Stripe-Should-Retry: true is HintRetry and false is HintNoRetry:
 //     Stripe's own word on whether the request is worth repeating
 //     overrides the status (error-low-level).
@@ -42,6 +45,7 @@ func Stripe() retrybudget.Route {
 		Config: retrybudget.Config{
 			KeyHeader:    "Idempotency-Key",
 			KeysHonoured: true,
+			KeyRetention: 24 * time.Hour,
 			MaxAttempts:  3,
 			BaseDelay:    500 * time.Millisecond,
 			MaxDelay:     5 * time.Second,

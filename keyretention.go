@@ -1,0 +1,49 @@
+package retrybudget
+
+import (
+	"context"
+	"time"
+
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// keyLapsed reports whether the provider has forgotten the key of the
+// action recorded in rec by the time of the re-send just granted, when it
+// keeps a key for retention (Config.KeyRetention; zero means no known
+// limit). The age is read on the store's clock, from the action's creation
+// (before its first send, so the age is never understated) to the newest
+// entry of its history, the grant itself; a record without those times
+// cannot prove the key is still kept, so it counts as lapsed.
+func keyLapsed(retention time.Duration, rec ledger.Record) bool {
+	if retention <= 0 {
+		return false
+	}
+	if rec.CreatedAt.IsZero() || len(rec.Attempts) == 0 {
+		return true
+	}
+	return rec.Attempts[len(rec.Attempts)-1].At.Sub(rec.CreatedAt) >= retention
+}
+
+// keyLapsedStep is the step the ledger gate adds to a decision's path when
+// it turns a re-send into an uncertain outcome because the key lapsed.
+func keyLapsedStep(retention time.Duration) string {
+	return "the destination keeps a key for " + retention.String() +
+		" (Config.KeyRetention) and the action is older: a re-send under the key would be new work, so do not send: outcome uncertain"
+}
+
+// lapsed settles an action whose re-send res granted, but whose key the
+// provider no longer keeps (see keyLapsed), as uncertain, fenced by the
+// grant's token: nothing is sent, and the record says an effect is
+// possible, for an operator or a Reconciler.
+func (g *ledgerGate) lapsed(ctx context.Context, res ledger.Reservation) reservation {
+	res.Verdict = ledger.VerdictUncertain
+	res.Path = append(res.Path, keyLapsedStep(g.cfg.KeyRetention))
+	g.decided(res.Verdict, res.Path, res.Expired)
+	sctx, cancel := g.storeContext(ctx, true)
+	defer cancel()
+	f := ledger.Failure{EffectPossible: true, Reason: "the provider's key retention of " + g.cfg.KeyRetention.String() + " passed"}
+	if err := g.cfg.Ledger.Store.Fail(sctx, g.key, res.Token, f); err != nil {
+		g.failed("fail", err)
+	}
+	return reservation{stop: ErrUncertain, cause: res.Err(), maybeApplied: true}
+}
