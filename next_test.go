@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -113,4 +114,48 @@ func ExampleNext() {
 		fmt.Println("may have been applied: hold for reconciliation")
 	}
 	// Output: retry in about 2m0s (wait_too_long)
+}
+
+// The reasons table of docs/outcomes.md says, for every reason, its code
+// and its step; both must be what ReasonCode and Next say.
+func TestOutcomesTableMatchesTheCode(t *testing.T) {
+	doc, err := os.ReadFile("docs/outcomes.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]error{
+		"ErrAttemptsExhausted": retrybudget.ErrAttemptsExhausted, "ErrDeadline": retrybudget.ErrDeadline,
+		"ErrWaitTooLong": retrybudget.ErrWaitTooLong, "ErrBudgetExhausted": retrybudget.ErrBudgetExhausted,
+		"ErrRateLimited": retrybudget.ErrRateLimited, "ErrLimiter": retrybudget.ErrLimiter,
+		"ErrThrottled": retrybudget.ErrThrottled, "ErrUncertain": retrybudget.ErrUncertain,
+		"ErrRejected": retrybudget.ErrRejected, "ErrPending": retrybudget.ErrPending,
+		"ErrConflict": retrybudget.ErrConflict, "ErrLedger": retrybudget.ErrLedger,
+		"ErrBodyNotReplayable": retrybudget.ErrBodyNotReplayable, "ErrInvalidAction": retrybudget.ErrInvalidAction,
+		"ErrBodyUnreadable": retrybudget.ErrBodyUnreadable,
+	}
+	seen := 0
+	for _, line := range strings.Split(string(doc), "\n") {
+		cells := strings.Split(line, " | ")
+		if len(cells) != 5 || !strings.HasPrefix(cells[0], "| `Err") {
+			continue
+		}
+		name := strings.Trim(cells[0], "| `")
+		reason, ok := reasons[name]
+		if !ok {
+			t.Errorf("docs/outcomes.md names %s, which is no reason", name)
+			continue
+		}
+		seen++
+		o := retrybudget.Outcome{Reason: reason}
+		step, _ := retrybudget.Next(nil, o.Err())
+		if code := strings.Trim(cells[1], "`"); code != retrybudget.ReasonCode(reason) {
+			t.Errorf("%s: the table says code %s; ReasonCode says %s", name, code, retrybudget.ReasonCode(reason))
+		}
+		if s := strings.Trim(cells[2], "`"); s != step.String() {
+			t.Errorf("%s: the table says step %s; Next says %s", name, s, step)
+		}
+	}
+	if seen != len(reasons) {
+		t.Errorf("the table lists %d of the %d reasons", seen, len(reasons))
+	}
 }
