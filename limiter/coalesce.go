@@ -61,6 +61,10 @@ type coalescer struct {
 	spare *group
 
 	max int // immutable: the most requests in one batch
+	// timeout bounds how long a caller waits for its decision, from its
+	// own call; immutable. It is the round trip's timeout, so a lone
+	// caller and a batch's leader are bounded by the round trip itself.
+	timeout time.Duration
 }
 
 // groupKey names the requests that can share a round trip: one boundary,
@@ -87,10 +91,14 @@ type pending struct {
 type runBatch func(ctx context.Context, k groupKey, ins []slotRequest) ([]slotResult, error)
 
 // decide returns in's decision, made in a round trip shared with the other
-// callers of group k. When ctx ends while the request waits for a batch it
-// returns ctx.Err() and takes nothing; once its batch is in flight it waits
-// for that (bounded by the round trip's timeout), so that every request of
-// a round trip gets its answer.
+// callers of group k. A caller never waits longer than the timeout from
+// its own call, whether it leads a batch (the round trip is bounded by
+// it), waits for a batch behind one in flight, or was taken into a batch
+// that is in flight: past the timeout it leaves with an error wrapping
+// context.DeadlineExceeded, and the answer its batch brings later, if any,
+// is dropped (a slot it held is lost, which only costs throughput). When
+// ctx ends first it returns ctx.Err() at once, taking nothing if it was
+// still waiting.
 func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run runBatch) (slotResult, error) {
 	c.mu.Lock()
 	g, busy := c.groups[k]
@@ -121,19 +129,30 @@ func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run 
 	g.waiting = append(g.waiting, p)
 	c.mu.Unlock()
 
+	// A caller behind a batch in flight would otherwise wait for that
+	// round trip and then its own: twice the timeout on a hung Redis.
+	timer := time.NewTimer(c.timeout)
+	defer timer.Stop()
 	select {
 	case <-p.done:
+		return p.out, p.err
 	case <-ctx.Done():
-		c.mu.Lock()
-		if i := slices.Index(g.waiting, p); i >= 0 {
-			g.waiting = slices.Delete(g.waiting, i, i+1)
-			c.mu.Unlock()
-			return slotResult{}, ctx.Err()
-		}
-		c.mu.Unlock()
-		<-p.done
+		c.withdraw(g, p)
+		return slotResult{}, ctx.Err()
+	case <-timer.C:
+		c.withdraw(g, p)
+		return slotResult{}, fmt.Errorf("limiter: no decision within %v: %w", c.timeout, context.DeadlineExceeded)
 	}
-	return p.out, p.err
+}
+
+// withdraw takes p out of g's waiting list if it is still there. Once its
+// batch is in flight p stays in it, and the driver's answer goes unread.
+func (c *coalescer) withdraw(g *group, p *pending) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i := slices.Index(g.waiting, p); i >= 0 {
+		g.waiting = slices.Delete(g.waiting, i, i+1)
+	}
 }
 
 // drive runs the batches of group k back to back, starting with batch,
@@ -317,3 +336,11 @@ func parseBatch(v any, n int) ([]slotResult, error) {
 // maxDepth bounds the slots one owner can hold: its weight, which
 // NewRedis caps at this.
 const maxDepth = 1 << 20
+
+// inFlight reports whether group k has a round trip in flight, for tests.
+func (c *coalescer) inFlight(k groupKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.groups[k]
+	return ok
+}

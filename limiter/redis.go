@@ -39,8 +39,10 @@ type RedisConfig struct {
 	// old ones expire on their own).
 	BoundaryKey []byte
 
-	// Timeout bounds one decision's round trip, including connection
-	// set-up and go-redis retries. Zero means 50ms.
+	// Timeout bounds how long one decision waits for Redis, from the call
+	// to Allow: its round trip, including connection set-up and go-redis
+	// retries, or its wait behind a coalesced batch in flight and then its
+	// own (see [Redis] for the slack). Zero means 50ms.
 	Timeout time.Duration
 
 	// CooldownTimeout bounds the round trip that tells the fleet about a
@@ -131,10 +133,14 @@ const (
 //
 // When Redis fails to answer within Timeout, the decision follows
 // OnUnavailable, the failure is logged once, and Redis is probed again
-// every ProbeInterval until it answers. Allow never blocks longer than
-// Timeout, nor Cooldown longer than CooldownTimeout, even with a client
-// whose ContextTimeoutEnabled is false (the call then waits in a goroutine
-// that ends when the client gives up). Nothing here panics.
+// every ProbeInterval until it answers. Allow waits for Redis at most
+// Timeout from its own call, plus the slack of scheduling its goroutine
+// (a few milliseconds on a loaded machine), also when its decision is
+// coalesced behind a batch already in flight; with the fair queue it may
+// in addition sleep to its slot, never past its deadline. Cooldown waits
+// at most CooldownTimeout. Both hold even with a client whose
+// ContextTimeoutEnabled is false (the call then waits in a goroutine that
+// ends when the client gives up). Nothing here panics.
 //
 // Redis is safe for concurrent use.
 type Redis struct {
@@ -262,6 +268,7 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	}
 	if l.batch != nil {
 		l.batch.run = l.runBatch
+		l.batch.timeout = l.timeout
 	}
 	return l, nil
 }
