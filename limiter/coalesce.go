@@ -17,8 +17,12 @@ const defaultMaxBatch = 256
 // slotRequest is one request's part of a batch.
 type slotRequest struct {
 	// maxWait is how long the request may wait for a slot; zero means it
-	// is sent now or not at all.
+	// is sent now or not at all. A non-zero deadline replaces it.
 	maxWait time.Duration
+	// deadline, when not zero, is the latest a slot may come: the batch
+	// that carries the request sends what is left of it then, so time
+	// spent waiting for the batch is not counted twice.
+	deadline time.Time
 	// owner is the owner's field in the fair queue; empty without it.
 	owner string
 	// weight is the number of slots the owner may hold ahead of now.
@@ -270,8 +274,13 @@ func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]
 	args = append(args, l.scriptClock(), len(limitArgs)/3, q.lookahead.Microseconds())
 	args = append(args, limitArgs...)
 	args = append(args, len(ins))
+	now := l.now()
 	for _, in := range ins {
-		args = append(args, in.maxWait.Microseconds(), in.owner, in.weight)
+		wait := in.maxWait
+		if !in.deadline.IsZero() {
+			wait = max(in.deadline.Sub(now), 0)
+		}
+		args = append(args, wait.Microseconds(), in.owner, in.weight)
 	}
 	reply, err := l.run(ctx, l.timeout, l.batch.queue.script, keys, args)
 	if err != nil {

@@ -25,7 +25,11 @@ import (
 // work-conserving: an owner alone gets every slot, and a slot nobody holds
 // goes to the next asker. A request whose slot would come after its
 // deadline (the context's, or MaxWait) takes nothing and returns at once,
-// refused, with RetryAfter the estimated wait for its place. An owner alone
+// refused, with RetryAfter the estimated wait for its place. The wait is
+// counted from when the request's batch is sent and the slot from when the
+// reply is back, so a slow Redis never makes Allow sleep past the
+// deadline: a slot that turns out to come after it is refused the same way
+// (and lost, which only costs throughput). An owner alone
 // may hold slots up to Lookahead ahead, beyond its weight.
 type FairQueue struct {
 	// Weights gives an owner (Request.Owner) that many slots per round,
@@ -131,19 +135,15 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 		k.owner = r.Owner
 	}
 	var in slotRequest
-	var deadline time.Time
 	q := b.queue
 	if q != nil {
 		in.owner, in.weight = l.keys.owner(r.Owner), q.weight(r.Owner)
-		deadline = now.Add(q.maxWait)
-		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-			deadline = dl
+		in.deadline = now.Add(q.maxWait)
+		if dl, ok := ctx.Deadline(); ok && dl.Before(in.deadline) {
+			in.deadline = dl
 		}
 	}
 	for {
-		if q != nil {
-			in.maxWait = max(deadline.Sub(now), 0)
-		}
 		res, err := b.decide(ctx, k, in, b.run)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			// The caller gave up; that says nothing about Redis. A slot
@@ -155,7 +155,17 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 			return l.unavailable(r, now, err)
 		}
 		l.health.Succeeded()
+		// Redis measured the wait from its own clock, somewhere in the
+		// round trip: count it from the reply, so the slot is never early,
+		// and never sleep past the deadline for one.
+		now = l.now()
 		switch {
+		case q != nil && res.granted && res.wait > 0 && now.Add(res.wait).After(in.deadline):
+			// The slot is lost, which only costs throughput; the caller
+			// learns when to come back instead of timing out asleep.
+			d := Decision{RetryAfter: ceilMicro(res.wait), Reason: ReasonRate}
+			d.QueueDepth = res.depth + q.waitingFor(r.Owner)
+			return d, nil
 		case res.granted:
 			if res.wait > 0 {
 				if err := b.sleep(ctx, res.wait); err != nil {
@@ -167,7 +177,7 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 				d.QueueDepth = res.depth + q.waitingFor(r.Owner)
 			}
 			return d, nil
-		case res.reason == reasonQueue && now.Add(res.retry).Before(deadline):
+		case res.reason == reasonQueue && now.Add(res.retry).Before(in.deadline):
 			// The owner holds all its slots; one frees at the first of
 			// them. Wait for it here, counted as waiting for a place.
 			q.add(r.Owner, 1)
@@ -176,7 +186,6 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 			if err != nil {
 				return Decision{}, err
 			}
-			now = l.now()
 			continue
 		}
 		d := l.refusal(r.Boundary, res.wait, res.reason)
