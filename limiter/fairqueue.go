@@ -29,7 +29,12 @@ import (
 // counted from when the request's batch is sent and the slot from when the
 // reply is back, so a slow Redis never makes Allow sleep past the
 // deadline: a slot that turns out to come after it is refused the same way
-// (and lost, which only costs throughput). An owner alone
+// (and lost, which only costs throughput). A slot is never sent inside a
+// cooldown: the script grants none while one is in force, and a request
+// that slept to its slot checks this process's pauses when it wakes,
+// which hold a cooldown set here and one set elsewhere that any request of
+// this process has since heard from Redis; it is then refused for the
+// cooldown. An owner alone
 // may hold slots up to Lookahead ahead, beyond its weight.
 type FairQueue struct {
 	// Weights gives an owner (Request.Owner) that many slots per round,
@@ -171,6 +176,12 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 				if err := b.sleep(ctx, res.wait); err != nil {
 					return Decision{}, err
 				}
+				// The script granted the slot outside any cooldown, but one
+				// may have begun while this request slept: set here, or
+				// heard from Redis by another request of this process.
+				if d, paused := l.paused(r.Boundary); paused {
+					return d, nil
+				}
 			}
 			d := Decision{Allowed: true}
 			if q != nil {
@@ -186,6 +197,9 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 			if err != nil {
 				return Decision{}, err
 			}
+			if d, paused := l.paused(r.Boundary); paused {
+				return d, nil
+			}
 			continue
 		}
 		d := l.refusal(r.Boundary, res.wait, res.reason)
@@ -194,6 +208,18 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 		}
 		return d, nil
 	}
+}
+
+// paused returns the refusal of a request to boundary when this process
+// knows of a cooldown in force now. It costs no round trip: a cooldown set
+// by another process reaches it through any request of this process that
+// the script refuses for it.
+func (l *Redis) paused(boundary string) (Decision, bool) {
+	now := l.now()
+	if until := l.pauses.until(boundary, now); !until.IsZero() {
+		return cooldownDecision(until, now), true
+	}
+	return Decision{}, false
 }
 
 // weight returns owner's weight.
