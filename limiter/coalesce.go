@@ -269,7 +269,8 @@ func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]
 	keys, limitArgs := l.decisionCall(r, 0)
 	limitArgs = limitArgs[2:]
 	q := l.batch.queue
-	keys = append(keys[:len(keys):len(keys)], l.cache.get(k.boundary, l.buildKeys).base+queueSuffix)
+	base := l.cache.get(k.boundary, l.buildKeys).base
+	keys = append(keys[:len(keys):len(keys)], base+queueSlotsSuffix, base+queueLatestSuffix)
 	args := make([]any, 0, 4+len(limitArgs)+3*len(ins))
 	args = append(args, l.scriptClock(), len(limitArgs)/3, q.lookahead.Microseconds())
 	args = append(args, limitArgs...)

@@ -123,7 +123,8 @@
 //	<prefix>{<hash of b>}:cd                           the cooldown: end of the pause, in µs of Redis TIME
 //	<prefix>{<hash of b>}:r:<interval>:<burst>         one limit's TAT (GCRA), one key per limit
 //	<prefix>{<hash of b>}:o:<owner hash>:<interval>:<burst>  one owner's share of a limit, when OwnerShare is set
-//	<prefix>{<hash of b>}:q                            the fair queue: a hash of owner hash -> reserved slots, with a FairQueue
+//	<prefix>{<hash of b>}:qh                           the fair queue: a hash of owner hash -> reserved slots, with a FairQueue
+//	<prefix>{<hash of b>}:qz                           the fair queue: a sorted set of owner hash by its latest slot
 //
 // Every key expires once it no longer holds anything a fresh key would not.
 package limiter

@@ -66,8 +66,13 @@ const (
 //go:embed queue.lua
 var queueLua string
 
-// queueSuffix names the fair queue's hash after a boundary's key base.
-const queueSuffix = "q"
+// Key suffixes of the fair queue after a boundary's key base: the hash of
+// each owner's slots, and the sorted set of each owner's latest slot (see
+// queue.lua).
+const (
+	queueSlotsSuffix  = "qh"
+	queueLatestSuffix = "qz"
+)
 
 // batcher holds what a [Redis] limiter needs to coalesce decisions and,
 // optionally, queue them fairly.
