@@ -49,14 +49,15 @@ const reasonQueue = 4
 // coalescer makes concurrent decisions for one boundary share a round
 // trip. The first caller leads: it runs a batch of one at once, in its own
 // goroutine. Callers that arrive while a batch is in flight wait; when it
-// returns, a driver goroutine takes every waiter (up to max) as the next
+// returns, a driver goroutine takes every waiter (up to max, one per owner
+// in turn) as the next
 // batch and runs round trips back to back, each for the callers that
 // arrived during the one before or came back right after it (see gather),
 // until none is waiting. So there is at most one round trip in flight per
 // group, a lone caller pays exactly one round trip and no goroutine, and n
 // concurrent callers pay about two for all of them.
 type coalescer struct {
-	// mu guards groups and every group's waiting list.
+	// mu guards groups and every group's waiting callers.
 	mu sync.Mutex
 	// groups holds a group while a round trip for it is in flight.
 	groups map[groupKey]*group
@@ -75,8 +76,89 @@ type coalescer struct {
 // and one owner when the owner's share adds keys of its own.
 type groupKey struct{ boundary, owner string }
 
+// group holds the callers waiting for a group's next batch, one queue per
+// owner, taken round-robin: an owner with thousands of requests waiting
+// cannot push another owner's one out of the batches that the fair queue
+// decides (it would then see the flooding owner as alone).
 type group struct {
+	// n is the number of callers waiting, in all queues.
+	n int
+	// queues maps an owner (slotRequest.owner) to its waiting callers.
+	queues map[string]*ownerQueue
+	// turn holds the owners with callers waiting in round-robin order;
+	// it may also hold queues emptied by withdraw, skipped when reached.
+	turn []*ownerQueue
+}
+
+// ownerQueue is one owner's waiting callers, first come first.
+type ownerQueue struct {
+	owner   string
 	waiting []*pending
+}
+
+// add queues p behind its owner's other waiting callers.
+func (g *group) add(p *pending) {
+	q := g.queues[p.in.owner]
+	if q == nil {
+		if g.queues == nil {
+			g.queues = make(map[string]*ownerQueue)
+		}
+		q = &ownerQueue{owner: p.in.owner}
+		g.queues[q.owner] = q
+		g.turn = append(g.turn, q)
+	}
+	q.waiting = append(q.waiting, p)
+	g.n++
+}
+
+// remove takes p out of its owner's queue, reporting whether it was there.
+func (g *group) remove(p *pending) bool {
+	q := g.queues[p.in.owner]
+	if q == nil {
+		return false
+	}
+	i := slices.Index(q.waiting, p)
+	if i < 0 {
+		return false
+	}
+	q.waiting = slices.Delete(q.waiting, i, i+1)
+	g.n--
+	if len(q.waiting) == 0 {
+		delete(g.queues, q.owner)
+	}
+	return true
+}
+
+// take removes up to max callers, one per owner in turn, so that every
+// owner with a caller waiting has one in the batch before any has two.
+func (g *group) take(max int) []*pending {
+	batch := make([]*pending, 0, min(g.n, max))
+	for len(batch) < max && g.n > 0 {
+		q := g.turn[0]
+		g.turn[0] = nil
+		g.turn = g.turn[1:]
+		if len(q.waiting) == 0 {
+			continue // withdrawn
+		}
+		batch = append(batch, q.waiting[0])
+		q.waiting[0] = nil
+		q.waiting = q.waiting[1:]
+		g.n--
+		if len(q.waiting) > 0 {
+			g.turn = append(g.turn, q)
+		} else {
+			delete(g.queues, q.owner)
+		}
+	}
+	return batch
+}
+
+// reset empties g for reuse.
+func (g *group) reset() {
+	g.n = 0
+	clear(g.queues)
+	clear(g.turn)
+	g.turn = g.turn[:0]
 }
 
 // pending is one caller's request in a coalescer.
@@ -130,7 +212,7 @@ func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run 
 		return outs[0], nil
 	}
 	p := &pending{in: in, ctx: ctx, done: make(chan struct{})}
-	g.waiting = append(g.waiting, p)
+	g.add(p)
 	c.mu.Unlock()
 
 	// A caller behind a batch in flight would otherwise wait for that
@@ -149,14 +231,13 @@ func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run 
 	}
 }
 
-// withdraw takes p out of g's waiting list if it is still there. Once its
-// batch is in flight p stays in it, and the driver's answer goes unread.
+// withdraw takes p out of g's waiting callers if it is still there. Once
+// its batch is in flight p stays in it, and the driver's answer goes
+// unread.
 func (c *coalescer) withdraw(g *group, p *pending) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if i := slices.Index(g.waiting, p); i >= 0 {
-		g.waiting = slices.Delete(g.waiting, i, i+1)
-	}
+	g.remove(p)
 }
 
 // drive runs the batches of group k back to back, starting with batch,
@@ -208,7 +289,7 @@ func (c *coalescer) waitingIn(k groupKey) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if g, ok := c.groups[k]; ok {
-		return len(g.waiting)
+		return g.n
 	}
 	return 0
 }
@@ -235,22 +316,19 @@ func (c *coalescer) runAndDeliver(ctx context.Context, k groupKey, batch []*pend
 	return back
 }
 
-// next takes up to max waiting callers of group k as its next batch, or
-// ends the group when none is waiting.
+// next takes up to max waiting callers of group k as its next batch, one
+// per owner in turn (see group), or ends the group when none is waiting.
 func (c *coalescer) next(k groupKey) []*pending {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.groups[k]
-	if len(g.waiting) == 0 {
+	if g.n == 0 {
 		delete(c.groups, k)
-		g.waiting = g.waiting[:0]
+		g.reset()
 		c.spare = g
 		return nil
 	}
-	n := min(len(g.waiting), c.max)
-	next := g.waiting[:n:n]
-	g.waiting = slices.Clone(g.waiting[n:])
-	return next
+	return g.take(c.max)
 }
 
 // runBatch decides the requests ins of group k in one round trip. Without

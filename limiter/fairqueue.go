@@ -34,7 +34,11 @@ import (
 // that slept to its slot checks this process's pauses when it wakes,
 // which hold a cooldown set here and one set elsewhere that any request of
 // this process has since heard from Redis; it is then refused for the
-// cooldown. An owner alone
+// cooldown. Within a process, the requests that wait to share a round
+// trip are batched one per owner in turn, so an owner with thousands of
+// requests in flight cannot keep another's out of the script's sight, and
+// an owner's requests refused for holding all its slots come back one
+// round apart, not all at its next slot. An owner alone
 // may hold slots up to Lookahead ahead, beyond its weight.
 type FairQueue struct {
 	// Weights gives an owner (Request.Owner) that many slots per round,

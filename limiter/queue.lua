@@ -32,7 +32,9 @@
 --   granted   1 when a slot was taken, else 0
 --   wait      granted: µs until the slot (0 when due now); refused: µs
 --             until its place in the queue, the earliest it could be sent
---   retry     refused: µs until asking again can change the answer
+--   retry     refused: µs until asking again can change the answer; for
+--             an owner holding all its slots, until a round before its
+--             turn
 --   reason    0 when granted; the refusing limit's code; 3 for a
 --             cooldown; 4 when the owner already holds all its slots
 --   depth     slots its owner holds ahead of now, after this request
@@ -165,12 +167,15 @@ for j = 1, n do
   end
   if full then
     -- The owner holds all its slots: a slot frees when its first is
-    -- reached, and its next turn comes a round after its last.
+    -- reached, and its next turn comes a round after its last. The b-th
+    -- of its requests refused here comes back b rounds after the first,
+    -- when its turn is near, so that an owner with thousands of requests
+    -- waiting does not send them all back at once at every slot.
     local b = behind[owner] or 0
     behind[owner] = b + 1
     local round = math.max(active, 1) * tmax
     local p = math.max(slot, mine[#mine] + round) + b * round
-    r = {0, p - now, mine[1] - now, 4, #mine}
+    r = {0, p - now, math.max(mine[1], p - round) - now, 4, #mine}
   elseif slot <= now + maxwait then
     -- A limit that is not the one deciding the slot still counts the
     -- request when it is sent, at the slot.
