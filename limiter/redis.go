@@ -282,7 +282,8 @@ const (
 
 // Allow decides r for the whole fleet. It returns an error only when Redis
 // is unavailable and the policy is [FailClosed] (an [*UnavailableError]),
-// or when ctx is done.
+// or [FailOpen] and its fallback, a [Local], holds as many boundaries as
+// it may ([ErrTooManyBoundaries]), or when ctx is done.
 func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 	now := l.now()
 	if until := l.pauses.until(r.Boundary, now); !until.IsZero() {
@@ -399,7 +400,10 @@ func (l *Redis) unavailable(r Request, now time.Time, cause error) (Decision, er
 	if l.policy == FailClosed {
 		return Decision{}, &UnavailableError{Op: "allow", Err: cause}
 	}
-	d := l.fallback.AllowAt(r, now)
+	d, err := l.fallback.AllowAt(r, now)
+	if err != nil {
+		return Decision{}, err
+	}
 	d.Fallback = true
 	return d, nil
 }
