@@ -104,16 +104,16 @@ type fairQueue struct {
 }
 
 // newBatcher validates the batching and queue settings of cfg and returns
-// the batcher, or nil when decisions are not batched: with leasing, or
+// the batcher, or nil when decisions are not batched: with prefetching, or
 // with MaxBatch 1 and no queue.
 func newBatcher(cfg RedisConfig) (*batcher, error) {
 	if cfg.MaxBatch < 0 {
 		return nil, fmt.Errorf("%w: negative MaxBatch", ErrInvalidConfig)
 	}
-	if cfg.Queue != nil && cfg.Lease > 1 {
-		return nil, fmt.Errorf("%w: Queue and Lease cannot be combined: a leased token skips the queue", ErrInvalidConfig)
+	if cfg.Queue != nil && cfg.Prefetch > 1 {
+		return nil, fmt.Errorf("%w: Queue and Prefetch cannot be combined: a prefetched token skips the queue", ErrInvalidConfig)
 	}
-	if cfg.Lease > 1 || (cfg.MaxBatch == 1 && cfg.Queue == nil) {
+	if cfg.Prefetch > 1 || (cfg.MaxBatch == 1 && cfg.Queue == nil) {
 		return nil, nil
 	}
 	b := &batcher{
