@@ -17,8 +17,12 @@ const defaultMaxBatch = 256
 // slotRequest is one request's part of a batch.
 type slotRequest struct {
 	// maxWait is how long the request may wait for a slot; zero means it
-	// is sent now or not at all.
+	// is sent now or not at all. A non-zero deadline replaces it.
 	maxWait time.Duration
+	// deadline, when not zero, is the latest a slot may come: the batch
+	// that carries the request sends what is left of it then, so time
+	// spent waiting for the batch is not counted twice.
+	deadline time.Time
 	// owner is the owner's field in the fair queue; empty without it.
 	owner string
 	// weight is the number of slots the owner may hold ahead of now.
@@ -45,14 +49,15 @@ const reasonQueue = 4
 // coalescer makes concurrent decisions for one boundary share a round
 // trip. The first caller leads: it runs a batch of one at once, in its own
 // goroutine. Callers that arrive while a batch is in flight wait; when it
-// returns, a driver goroutine takes every waiter (up to max) as the next
+// returns, a driver goroutine takes every waiter (up to max, one per owner
+// in turn) as the next
 // batch and runs round trips back to back, each for the callers that
 // arrived during the one before or came back right after it (see gather),
 // until none is waiting. So there is at most one round trip in flight per
 // group, a lone caller pays exactly one round trip and no goroutine, and n
 // concurrent callers pay about two for all of them.
 type coalescer struct {
-	// mu guards groups and every group's waiting list.
+	// mu guards groups and every group's waiting callers.
 	mu sync.Mutex
 	// groups holds a group while a round trip for it is in flight.
 	groups map[groupKey]*group
@@ -61,14 +66,99 @@ type coalescer struct {
 	spare *group
 
 	max int // immutable: the most requests in one batch
+	// timeout bounds how long a caller waits for its decision, from its
+	// own call; immutable. It is the round trip's timeout, so a lone
+	// caller and a batch's leader are bounded by the round trip itself.
+	timeout time.Duration
 }
 
 // groupKey names the requests that can share a round trip: one boundary,
 // and one owner when the owner's share adds keys of its own.
 type groupKey struct{ boundary, owner string }
 
+// group holds the callers waiting for a group's next batch, one queue per
+// owner, taken round-robin: an owner with thousands of requests waiting
+// cannot push another owner's one out of the batches that the fair queue
+// decides (it would then see the flooding owner as alone).
 type group struct {
+	// n is the number of callers waiting, in all queues.
+	n int
+	// queues maps an owner (slotRequest.owner) to its waiting callers.
+	queues map[string]*ownerQueue
+	// turn holds the owners with callers waiting in round-robin order;
+	// it may also hold queues emptied by withdraw, skipped when reached.
+	turn []*ownerQueue
+}
+
+// ownerQueue is one owner's waiting callers, first come first.
+type ownerQueue struct {
+	owner   string
 	waiting []*pending
+}
+
+// add queues p behind its owner's other waiting callers.
+func (g *group) add(p *pending) {
+	q := g.queues[p.in.owner]
+	if q == nil {
+		if g.queues == nil {
+			g.queues = make(map[string]*ownerQueue)
+		}
+		q = &ownerQueue{owner: p.in.owner}
+		g.queues[q.owner] = q
+		g.turn = append(g.turn, q)
+	}
+	q.waiting = append(q.waiting, p)
+	g.n++
+}
+
+// remove takes p out of its owner's queue, reporting whether it was there.
+func (g *group) remove(p *pending) bool {
+	q := g.queues[p.in.owner]
+	if q == nil {
+		return false
+	}
+	i := slices.Index(q.waiting, p)
+	if i < 0 {
+		return false
+	}
+	q.waiting = slices.Delete(q.waiting, i, i+1)
+	g.n--
+	if len(q.waiting) == 0 {
+		delete(g.queues, q.owner)
+	}
+	return true
+}
+
+// take removes up to max callers, one per owner in turn, so that every
+// owner with a caller waiting has one in the batch before any has two.
+func (g *group) take(max int) []*pending {
+	batch := make([]*pending, 0, min(g.n, max))
+	for len(batch) < max && g.n > 0 {
+		q := g.turn[0]
+		g.turn[0] = nil
+		g.turn = g.turn[1:]
+		if len(q.waiting) == 0 {
+			continue // withdrawn
+		}
+		batch = append(batch, q.waiting[0])
+		q.waiting[0] = nil
+		q.waiting = q.waiting[1:]
+		g.n--
+		if len(q.waiting) > 0 {
+			g.turn = append(g.turn, q)
+		} else {
+			delete(g.queues, q.owner)
+		}
+	}
+	return batch
+}
+
+// reset empties g for reuse.
+func (g *group) reset() {
+	g.n = 0
+	clear(g.queues)
+	clear(g.turn)
+	g.turn = g.turn[:0]
 }
 
 // pending is one caller's request in a coalescer.
@@ -87,10 +177,14 @@ type pending struct {
 type runBatch func(ctx context.Context, k groupKey, ins []slotRequest) ([]slotResult, error)
 
 // decide returns in's decision, made in a round trip shared with the other
-// callers of group k. When ctx ends while the request waits for a batch it
-// returns ctx.Err() and takes nothing; once its batch is in flight it waits
-// for that (bounded by the round trip's timeout), so that every request of
-// a round trip gets its answer.
+// callers of group k. A caller never waits longer than the timeout from
+// its own call, whether it leads a batch (the round trip is bounded by
+// it), waits for a batch behind one in flight, or was taken into a batch
+// that is in flight: past the timeout it leaves with an error wrapping
+// context.DeadlineExceeded, and the answer its batch brings later, if any,
+// is dropped (a slot it held is lost, which only costs throughput). When
+// ctx ends first it returns ctx.Err() at once, taking nothing if it was
+// still waiting.
 func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run runBatch) (slotResult, error) {
 	c.mu.Lock()
 	g, busy := c.groups[k]
@@ -118,22 +212,32 @@ func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run 
 		return outs[0], nil
 	}
 	p := &pending{in: in, ctx: ctx, done: make(chan struct{})}
-	g.waiting = append(g.waiting, p)
+	g.add(p)
 	c.mu.Unlock()
 
+	// A caller behind a batch in flight would otherwise wait for that
+	// round trip and then its own: twice the timeout on a hung Redis.
+	timer := time.NewTimer(c.timeout)
+	defer timer.Stop()
 	select {
 	case <-p.done:
+		return p.out, p.err
 	case <-ctx.Done():
-		c.mu.Lock()
-		if i := slices.Index(g.waiting, p); i >= 0 {
-			g.waiting = slices.Delete(g.waiting, i, i+1)
-			c.mu.Unlock()
-			return slotResult{}, ctx.Err()
-		}
-		c.mu.Unlock()
-		<-p.done
+		c.withdraw(g, p)
+		return slotResult{}, ctx.Err()
+	case <-timer.C:
+		c.withdraw(g, p)
+		return slotResult{}, fmt.Errorf("limiter: no decision within %v: %w", c.timeout, context.DeadlineExceeded)
 	}
-	return p.out, p.err
+}
+
+// withdraw takes p out of g's waiting callers if it is still there. Once
+// its batch is in flight p stays in it, and the driver's answer goes
+// unread.
+func (c *coalescer) withdraw(g *group, p *pending) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g.remove(p)
 }
 
 // drive runs the batches of group k back to back, starting with batch,
@@ -185,7 +289,7 @@ func (c *coalescer) waitingIn(k groupKey) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if g, ok := c.groups[k]; ok {
-		return len(g.waiting)
+		return g.n
 	}
 	return 0
 }
@@ -212,22 +316,19 @@ func (c *coalescer) runAndDeliver(ctx context.Context, k groupKey, batch []*pend
 	return back
 }
 
-// next takes up to max waiting callers of group k as its next batch, or
-// ends the group when none is waiting.
+// next takes up to max waiting callers of group k as its next batch, one
+// per owner in turn (see group), or ends the group when none is waiting.
 func (c *coalescer) next(k groupKey) []*pending {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.groups[k]
-	if len(g.waiting) == 0 {
+	if g.n == 0 {
 		delete(c.groups, k)
-		g.waiting = g.waiting[:0]
+		g.reset()
 		c.spare = g
 		return nil
 	}
-	n := min(len(g.waiting), c.max)
-	next := g.waiting[:n:n]
-	g.waiting = slices.Clone(g.waiting[n:])
-	return next
+	return g.take(c.max)
 }
 
 // runBatch decides the requests ins of group k in one round trip. Without
@@ -246,13 +347,19 @@ func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]
 	keys, limitArgs := l.decisionCall(r, 0)
 	limitArgs = limitArgs[2:]
 	q := l.batch.queue
-	keys = append(keys[:len(keys):len(keys)], l.cache.get(k.boundary, l.buildKeys).base+queueSuffix)
+	base := l.cache.get(k.boundary, l.buildKeys).base
+	keys = append(keys[:len(keys):len(keys)], base+queueSlotsSuffix, base+queueLatestSuffix)
 	args := make([]any, 0, 4+len(limitArgs)+3*len(ins))
 	args = append(args, l.scriptClock(), len(limitArgs)/3, q.lookahead.Microseconds())
 	args = append(args, limitArgs...)
 	args = append(args, len(ins))
+	now := l.now()
 	for _, in := range ins {
-		args = append(args, in.maxWait.Microseconds(), in.owner, in.weight)
+		wait := in.maxWait
+		if !in.deadline.IsZero() {
+			wait = max(in.deadline.Sub(now), 0)
+		}
+		args = append(args, wait.Microseconds(), in.owner, in.weight)
 	}
 	reply, err := l.run(ctx, l.timeout, l.batch.queue.script, keys, args)
 	if err != nil {
@@ -317,3 +424,11 @@ func parseBatch(v any, n int) ([]slotResult, error) {
 // maxDepth bounds the slots one owner can hold: its weight, which
 // NewRedis caps at this.
 const maxDepth = 1 << 20
+
+// inFlight reports whether group k has a round trip in flight, for tests.
+func (c *coalescer) inFlight(k groupKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.groups[k]
+	return ok
+}

@@ -12,7 +12,7 @@
 --            which only tests send, to check the arithmetic against a fake
 --            clock.
 -- ARGV[2]    want: the number of requests (coalesced decisions), or the
---            lease size. As many are granted as every limit has tokens
+--            prefetch size. As many are granted as every limit has tokens
 --            for, in order: the first granted of them are granted.
 -- ARGV[3..]  for each limit key, three values: its emission interval (µs),
 --            its burst, and the reason to report when it refuses (1 for a

@@ -68,7 +68,7 @@
 // flight, further Allow calls of this process for it wait, and the next
 // round trip decides all of them in one script run, GCRA for n tokens at
 // once, each with its own Decision and RetryAfter (its place behind the
-// requests refused before it). It is exact, unlike leasing: tokens are
+// requests refused before it). It is exact, unlike prefetching: tokens are
 // taken when granted, so no window sees more than the limit grants. A lone
 // caller pays one round trip as before, in its own goroutine; while
 // callers keep arriving, one goroutine per boundary runs the round trips
@@ -93,13 +93,13 @@
 // lone tenant cannot exceed either. Use the queue for fairness and
 // OwnerShare only for a ceiling a tenant must never pass.
 //
-// # Leasing
+// # Prefetching
 //
-// For hot boundaries [Redis] can take up to RedisConfig.Lease tokens per
-// round trip and spend the spare ones locally for up to LeaseTTL. The
+// For hot boundaries [Redis] can take up to RedisConfig.Prefetch tokens per
+// round trip and spend the spare ones locally for up to PrefetchTTL. The
 // fleet still never spends more tokens than the limit grants, but may
-// spend them up to LeaseTTL late, so any window of length W may see what
-// the limit grants in W+LeaseTTL. Unused tokens expire and are lost.
+// spend them up to PrefetchTTL late, so any window of length W may see what
+// the limit grants in W+PrefetchTTL. Unused tokens expire and are lost.
 //
 // # When Redis is in trouble
 //
@@ -123,7 +123,8 @@
 //	<prefix>{<hash of b>}:cd                           the cooldown: end of the pause, in µs of Redis TIME
 //	<prefix>{<hash of b>}:r:<interval>:<burst>         one limit's TAT (GCRA), one key per limit
 //	<prefix>{<hash of b>}:o:<owner hash>:<interval>:<burst>  one owner's share of a limit, when OwnerShare is set
-//	<prefix>{<hash of b>}:q                            the fair queue: a hash of owner hash -> reserved slots, with a FairQueue
+//	<prefix>{<hash of b>}:qh                           the fair queue: a hash of owner hash -> reserved slots, with a FairQueue
+//	<prefix>{<hash of b>}:qz                           the fair queue: a sorted set of owner hash by its latest slot
 //
 // Every key expires once it no longer holds anything a fresh key would not.
 package limiter

@@ -23,7 +23,10 @@ func ExampleLocal() {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	r := limiter.Request{Boundary: "api.example.com#acct"}
 	for i := 0; i < 3; i++ {
-		d := lim.AllowAt(r, now)
+		d, err := lim.AllowAt(r, now)
+		if err != nil {
+			panic(err)
+		}
 		fmt.Printf("allowed=%v retry_after=%v reason=%q\n", d.Allowed, d.RetryAfter, d.Reason)
 	}
 	// Output:
@@ -52,7 +55,10 @@ func ExampleLocalConfig_ownerShare() {
 	})
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, owner := range []string{"busy", "busy", "busy", "quiet"} {
-		d := lim.AllowAt(limiter.Request{Boundary: "b", Owner: owner}, now)
+		d, err := lim.AllowAt(limiter.Request{Boundary: "b", Owner: owner}, now)
+		if err != nil {
+			panic(err)
+		}
 		fmt.Printf("%s allowed=%v reason=%q\n", owner, d.Allowed, d.Reason)
 	}
 	// Output:

@@ -25,7 +25,20 @@ import (
 // work-conserving: an owner alone gets every slot, and a slot nobody holds
 // goes to the next asker. A request whose slot would come after its
 // deadline (the context's, or MaxWait) takes nothing and returns at once,
-// refused, with RetryAfter the estimated wait for its place. An owner alone
+// refused, with RetryAfter the estimated wait for its place. The wait is
+// counted from when the request's batch is sent and the slot from when the
+// reply is back, so a slow Redis never makes Allow sleep past the
+// deadline: a slot that turns out to come after it is refused the same way
+// (and lost, which only costs throughput). A slot is never sent inside a
+// cooldown: the script grants none while one is in force, and a request
+// that slept to its slot checks this process's pauses when it wakes,
+// which hold a cooldown set here and one set elsewhere that any request of
+// this process has since heard from Redis; it is then refused for the
+// cooldown. Within a process, the requests that wait to share a round
+// trip are batched one per owner in turn, so an owner with thousands of
+// requests in flight cannot keep another's out of the script's sight, and
+// an owner's requests refused for holding all its slots come back one
+// round apart, not all at its next slot. An owner alone
 // may hold slots up to Lookahead ahead, beyond its weight.
 type FairQueue struct {
 	// Weights gives an owner (Request.Owner) that many slots per round,
@@ -57,8 +70,13 @@ const (
 //go:embed queue.lua
 var queueLua string
 
-// queueSuffix names the fair queue's hash after a boundary's key base.
-const queueSuffix = "q"
+// Key suffixes of the fair queue after a boundary's key base: the hash of
+// each owner's slots, and the sorted set of each owner's latest slot (see
+// queue.lua).
+const (
+	queueSlotsSuffix  = "qh"
+	queueLatestSuffix = "qz"
+)
 
 // batcher holds what a [Redis] limiter needs to coalesce decisions and,
 // optionally, queue them fairly.
@@ -86,16 +104,16 @@ type fairQueue struct {
 }
 
 // newBatcher validates the batching and queue settings of cfg and returns
-// the batcher, or nil when decisions are not batched: with leasing, or
+// the batcher, or nil when decisions are not batched: with prefetching, or
 // with MaxBatch 1 and no queue.
 func newBatcher(cfg RedisConfig) (*batcher, error) {
 	if cfg.MaxBatch < 0 {
 		return nil, fmt.Errorf("%w: negative MaxBatch", ErrInvalidConfig)
 	}
-	if cfg.Queue != nil && cfg.Lease > 1 {
-		return nil, fmt.Errorf("%w: Queue and Lease cannot be combined: a leased token skips the queue", ErrInvalidConfig)
+	if cfg.Queue != nil && cfg.Prefetch > 1 {
+		return nil, fmt.Errorf("%w: Queue and Prefetch cannot be combined: a prefetched token skips the queue", ErrInvalidConfig)
 	}
-	if cfg.Lease > 1 || (cfg.MaxBatch == 1 && cfg.Queue == nil) {
+	if cfg.Prefetch > 1 || (cfg.MaxBatch == 1 && cfg.Queue == nil) {
 		return nil, nil
 	}
 	b := &batcher{
@@ -131,19 +149,15 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 		k.owner = r.Owner
 	}
 	var in slotRequest
-	var deadline time.Time
 	q := b.queue
 	if q != nil {
 		in.owner, in.weight = l.keys.owner(r.Owner), q.weight(r.Owner)
-		deadline = now.Add(q.maxWait)
-		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-			deadline = dl
+		in.deadline = now.Add(q.maxWait)
+		if dl, ok := ctx.Deadline(); ok && dl.Before(in.deadline) {
+			in.deadline = dl
 		}
 	}
 	for {
-		if q != nil {
-			in.maxWait = max(deadline.Sub(now), 0)
-		}
 		res, err := b.decide(ctx, k, in, b.run)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			// The caller gave up; that says nothing about Redis. A slot
@@ -155,11 +169,27 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 			return l.unavailable(r, now, err)
 		}
 		l.health.Succeeded()
+		// Redis measured the wait from its own clock, somewhere in the
+		// round trip: count it from the reply, so the slot is never early,
+		// and never sleep past the deadline for one.
+		now = l.now()
 		switch {
+		case q != nil && res.granted && res.wait > 0 && now.Add(res.wait).After(in.deadline):
+			// The slot is lost, which only costs throughput; the caller
+			// learns when to come back instead of timing out asleep.
+			d := Decision{RetryAfter: ceilMicro(res.wait), Reason: ReasonRate}
+			d.QueueDepth = res.depth + q.waitingFor(r.Owner)
+			return d, nil
 		case res.granted:
 			if res.wait > 0 {
 				if err := b.sleep(ctx, res.wait); err != nil {
 					return Decision{}, err
+				}
+				// The script granted the slot outside any cooldown, but one
+				// may have begun while this request slept: set here, or
+				// heard from Redis by another request of this process.
+				if d, paused := l.paused(r.Boundary); paused {
+					return d, nil
 				}
 			}
 			d := Decision{Allowed: true}
@@ -167,7 +197,7 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 				d.QueueDepth = res.depth + q.waitingFor(r.Owner)
 			}
 			return d, nil
-		case res.reason == reasonQueue && now.Add(res.retry).Before(deadline):
+		case res.reason == reasonQueue && now.Add(res.retry).Before(in.deadline):
 			// The owner holds all its slots; one frees at the first of
 			// them. Wait for it here, counted as waiting for a place.
 			q.add(r.Owner, 1)
@@ -176,7 +206,9 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 			if err != nil {
 				return Decision{}, err
 			}
-			now = l.now()
+			if d, paused := l.paused(r.Boundary); paused {
+				return d, nil
+			}
 			continue
 		}
 		d := l.refusal(r.Boundary, res.wait, res.reason)
@@ -185,6 +217,18 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 		}
 		return d, nil
 	}
+}
+
+// paused returns the refusal of a request to boundary when this process
+// knows of a cooldown in force now. It costs no round trip: a cooldown set
+// by another process reaches it through any request of this process that
+// the script refuses for it.
+func (l *Redis) paused(boundary string) (Decision, bool) {
+	now := l.now()
+	if until := l.pauses.until(boundary, now); !until.IsZero() {
+		return cooldownDecision(until, now), true
+	}
+	return Decision{}, false
 }
 
 // weight returns owner's weight.

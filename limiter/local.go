@@ -1,7 +1,10 @@
 package limiter
 
 import (
+	"container/list"
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -29,6 +32,16 @@ type LocalConfig struct {
 	// minute.
 	IdleAfter time.Duration
 
+	// MaxBoundaries caps the state Local keeps: one entry per boundary,
+	// and one per owner of a boundary with OwnerShare. A boundary is often
+	// a URL host that a caller may choose (webhook delivery), so without a
+	// cap its memory would have no bound. An entry with a cooldown pending
+	// or a bucket not yet refilled is never dropped to make room, since
+	// that would reset its limit: past the cap, a request or cooldown for
+	// a new boundary fails with [ErrTooManyBoundaries] until idle state
+	// goes. Zero means 10,000.
+	MaxBoundaries int
+
 	// MaxCooldown caps a single cooldown, so that a hostile or broken
 	// Retry-After cannot pause a boundary for days. Zero means five
 	// minutes.
@@ -37,22 +50,37 @@ type LocalConfig struct {
 
 // Default values for zero config fields.
 const (
-	defaultIdleAfter   = time.Minute
-	defaultMaxCooldown = 5 * time.Minute
+	defaultIdleAfter     = time.Minute
+	defaultMaxCooldown   = 5 * time.Minute
+	defaultMaxBoundaries = 10_000
+)
+
+// Entries a [Local] examines for idle state: per decision, so that idle
+// state goes without a scan of all of it, and for a new entry at the cap,
+// so that room is found in O(1) when the least recently used are idle.
+const (
+	sweepPerDecision = 2
+	sweepForRoom     = 8
 )
 
 // Local is a process-local [Limiter] built on golang.org/x/time/rate: one
 // rate.Limiter per limit, per boundary (and per owner), created on first
-// use and dropped when idle. Workers in other processes do not see its
-// state, so a fleet of N processes sharing one credential sends up to N
-// times the limit; use [Redis] for a fleet.
+// use and dropped when idle, at most LocalConfig.MaxBoundaries of them.
+// Workers in other processes do not see its state, so a fleet of N
+// processes sharing one credential sends up to N times the limit; use
+// [Redis] for a fleet.
+//
+// Each decision examines two of the least recently used entries and drops
+// those idle, so no call scans them all.
 //
 // Local is safe for concurrent use.
 type Local struct {
-	// mu guards entries, lastSweep and latest.
-	mu        sync.Mutex
-	entries   map[localKey]*localEntry
-	lastSweep time.Time
+	// mu guards entries, order and latest.
+	mu      sync.Mutex
+	entries map[localKey]*localEntry
+	// order holds every entry's key, the most recently used at the front
+	// (an entry examined and kept by a sweep also goes to the front).
+	order list.List
 	// latest is the latest time a decision was made at; rate.Limiter
 	// misbehaves when time goes backwards (it rewinds its last update and
 	// later counts the same refill twice), so decisions never go back past
@@ -63,6 +91,7 @@ type Local struct {
 	owner       []spec // limits of one owner's share; immutable, nil without OwnerShare
 	idleAfter   time.Duration
 	maxCooldown time.Duration
+	max         int
 
 	// now is the clock seam: time.Now except in tests.
 	now func() time.Time
@@ -81,10 +110,18 @@ type localEntry struct {
 	limiters []*rate.Limiter
 	cooldown time.Time // zero, or the end of the boundary's pause
 	lastUsed time.Time
+	elem     *list.Element // in Local.order
 }
 
+// ErrTooManyBoundaries is the error of a [Local] asked about a new
+// boundary or owner while it holds LocalConfig.MaxBoundaries entries, none
+// of which can go without resetting a limit or a cooldown. Test for it
+// with errors.Is.
+var ErrTooManyBoundaries = errors.New("limiter: too many boundaries")
+
 // NewLocal returns a Local limiter for cfg. It fails with an error
-// wrapping [ErrInvalidConfig] when a limit or the owner share is invalid.
+// wrapping [ErrInvalidConfig] when a limit, the owner share or
+// MaxBoundaries is invalid.
 func NewLocal(cfg LocalConfig) (*Local, error) {
 	return newLocal(cfg, time.Now)
 }
@@ -94,49 +131,59 @@ func newLocal(cfg LocalConfig, now func() time.Time) (*Local, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.MaxBoundaries < 0 {
+		return nil, fmt.Errorf("%w: negative MaxBoundaries", ErrInvalidConfig)
+	}
 	l := &Local{
 		entries:     make(map[localKey]*localEntry),
 		boundary:    b,
 		owner:       o,
 		idleAfter:   cmp0(cfg.IdleAfter, defaultIdleAfter),
 		maxCooldown: cmp0(cfg.MaxCooldown, defaultMaxCooldown),
+		max:         cmp0(cfg.MaxBoundaries, defaultMaxBoundaries),
 		now:         now,
 	}
 	return l, nil
 }
 
-// Allow decides r at the current time. It never returns an error.
+// Allow decides r at the current time. Its only error is one wrapping
+// [ErrTooManyBoundaries], for a new boundary or owner past the cap.
 func (l *Local) Allow(_ context.Context, r Request) (Decision, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.allowLocked(r, l.now()), nil
+	return l.allowLocked(r, l.now())
 }
 
 // AllowAt decides r as of now and takes the tokens when it is allowed. It
 // is the pure form of Allow, for tests and simulations that bring their
 // own clock. A now earlier than a previous decision's is treated as that
-// earlier decision's time.
-func (l *Local) AllowAt(r Request, now time.Time) Decision {
+// earlier decision's time. Its only error is Allow's.
+func (l *Local) AllowAt(r Request, now time.Time) (Decision, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.allowLocked(r, now)
 }
 
 // allowLocked requires that l.mu is held.
-func (l *Local) allowLocked(r Request, now time.Time) Decision {
+func (l *Local) allowLocked(r Request, now time.Time) (Decision, error) {
 	if now.Before(l.latest) {
 		now = l.latest
 	}
 	l.latest = now
-	l.sweepLocked(now)
+	l.sweepLocked(sweepPerDecision, now)
 
-	b := l.entryLocked(localKey{boundary: r.Boundary}, l.boundary, now)
+	b, err := l.entryLocked(localKey{boundary: r.Boundary}, l.boundary, now)
+	if err != nil {
+		return Decision{}, err
+	}
 	if b.cooldown.After(now) {
-		return cooldownDecision(b.cooldown, now)
+		return cooldownDecision(b.cooldown, now), nil
 	}
 	var o *localEntry
 	if l.owner != nil && r.Owner != "" {
-		o = l.entryLocked(localKey{boundary: r.Boundary, owner: r.Owner, isOwner: true}, l.owner, now)
+		if o, err = l.entryLocked(localKey{boundary: r.Boundary, owner: r.Owner, isOwner: true}, l.owner, now); err != nil {
+			return Decision{}, err
+		}
 	}
 
 	// Check every bucket before taking from any, so that a refusal takes
@@ -156,7 +203,7 @@ func (l *Local) allowLocked(r Request, now time.Time) Decision {
 		}
 	}
 	if wait > 0 {
-		return Decision{RetryAfter: wait, Reason: reason}
+		return Decision{RetryAfter: wait, Reason: reason}, nil
 	}
 	for _, lim := range b.limiters {
 		lim.AllowN(now, 1)
@@ -166,7 +213,7 @@ func (l *Local) allowLocked(r Request, now time.Time) Decision {
 			lim.AllowN(now, 1)
 		}
 	}
-	return Decision{Allowed: true}
+	return Decision{Allowed: true}, nil
 }
 
 // waitFor returns how long lim needs until it has one token at now, rounded
@@ -182,7 +229,9 @@ func waitFor(lim *rate.Limiter, now time.Time) time.Duration {
 }
 
 // Cooldown pauses boundary until the given time, capped at MaxCooldown
-// from now. It never returns an error.
+// from now. Its only error is one wrapping [ErrTooManyBoundaries], for a
+// new boundary past the cap; requests to that boundary are refused with
+// the same error, so none goes out during the pause.
 func (l *Local) Cooldown(_ context.Context, boundary string, until time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -190,39 +239,54 @@ func (l *Local) Cooldown(_ context.Context, boundary string, until time.Time) er
 	if limit := now.Add(l.maxCooldown); until.After(limit) {
 		until = limit
 	}
-	e := l.entryLocked(localKey{boundary: boundary}, l.boundary, now)
+	e, err := l.entryLocked(localKey{boundary: boundary}, l.boundary, now)
+	if err != nil {
+		return err
+	}
 	if until.After(e.cooldown) {
 		e.cooldown = until
 	}
 	return nil
 }
 
-// entryLocked returns the state for k, creating it with full buckets.
-// It requires that l.mu is held.
-func (l *Local) entryLocked(k localKey, specs []spec, now time.Time) *localEntry {
+// entryLocked returns the state for k, creating it with full buckets when
+// there is room, and marks it used. It requires that l.mu is held.
+func (l *Local) entryLocked(k localKey, specs []spec, now time.Time) (*localEntry, error) {
 	e, ok := l.entries[k]
 	if !ok {
+		if len(l.entries) >= l.max {
+			l.sweepLocked(sweepForRoom, now)
+			if len(l.entries) >= l.max {
+				return nil, fmt.Errorf("%w: %d held, none idle", ErrTooManyBoundaries, l.max)
+			}
+		}
 		e = &localEntry{limiters: make([]*rate.Limiter, len(specs))}
 		for i, s := range specs {
 			e.limiters[i] = rate.NewLimiter(rate.Every(s.duration()), int(s.burst))
 		}
+		e.elem = l.order.PushFront(k)
 		l.entries[k] = e
+	} else {
+		l.order.MoveToFront(e.elem)
 	}
 	e.lastUsed = now
-	return e
+	return e, nil
 }
 
-// sweepLocked drops idle state at most once per IdleAfter, so the cost is
-// amortised over the decisions in between. It requires that l.mu is held.
-func (l *Local) sweepLocked(now time.Time) {
-	if now.Sub(l.lastSweep) < l.idleAfter {
-		return
-	}
-	l.lastSweep = now
-	for k, e := range l.entries {
-		if now.Sub(e.lastUsed) >= l.idleAfter && e.idle(now) {
+// sweepLocked examines up to n of the least recently used entries: it
+// drops those unused for IdleAfter whose dropping changes no decision, and
+// moves the others to the front, so that later sweeps reach the rest. It
+// requires that l.mu is held.
+func (l *Local) sweepLocked(n int, now time.Time) {
+	for range min(n, len(l.entries)) {
+		el := l.order.Back()
+		k := el.Value.(localKey)
+		if e := l.entries[k]; now.Sub(e.lastUsed) >= l.idleAfter && e.idle(now) {
+			l.order.Remove(el)
 			delete(l.entries, k)
+			continue
 		}
+		l.order.MoveToFront(el)
 	}
 }
 

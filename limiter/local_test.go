@@ -55,7 +55,7 @@ type step struct {
 func runSteps(t *testing.T, l *Local, steps []step) {
 	t.Helper()
 	for i, s := range steps {
-		d := l.AllowAt(Request{Boundary: "b", Owner: s.owner}, t0.Add(s.at))
+		d := allowAt(t, l, Request{Boundary: "b", Owner: s.owner}, t0.Add(s.at))
 		if d.Allowed != s.allowed || d.RetryAfter != s.retry || d.Reason != s.reason {
 			t.Fatalf("step %d at %v owner %q: got %+v, want allowed=%v retry=%v reason=%q",
 				i, s.at, s.owner, d, s.allowed, s.retry, s.reason)
@@ -150,7 +150,7 @@ func TestLocalWindowBound(t *testing.T) {
 			period := lim.period()
 			for at < 20*period {
 				at += time.Duration(rng.Int64N(int64(period) / int64(lim.Rate) / 10))
-				if l.AllowAt(Request{Boundary: "b"}, t0.Add(at)).Allowed {
+				if allowAt(t, l, Request{Boundary: "b"}, t0.Add(at)).Allowed {
 					allowed = append(allowed, at)
 				}
 			}
@@ -182,12 +182,12 @@ func TestLocalRetryAfterSuffices(t *testing.T) {
 			l := mustLocal(t, LocalConfig{Limits: []Limit{lim}}, nil)
 			now := t0
 			for i := 0; i < 200; i++ {
-				d := l.AllowAt(Request{Boundary: "b"}, now)
+				d := allowAt(t, l, Request{Boundary: "b"}, now)
 				if d.Allowed {
 					continue
 				}
 				now = now.Add(d.RetryAfter)
-				if d2 := l.AllowAt(Request{Boundary: "b"}, now); !d2.Allowed {
+				if d2 := allowAt(t, l, Request{Boundary: "b"}, now); !d2.Allowed {
 					t.Fatalf("refused again after waiting RetryAfter %v: %+v", d.RetryAfter, d2)
 				}
 			}
@@ -228,24 +228,24 @@ func TestLocalCooldown(t *testing.T) {
 // dropping it changes nothing.
 func TestLocalEvictsIdle(t *testing.T) {
 	l := mustLocal(t, LocalConfig{Limits: []Limit{PerMinute(2).WithBurst(2)}, IdleAfter: time.Second}, nil)
-	l.AllowAt(Request{Boundary: "a"}, t0)
-	l.AllowAt(Request{Boundary: "a"}, t0)
-	l.AllowAt(Request{Boundary: "b"}, t0)
+	allowAt(t, l, Request{Boundary: "a"}, t0)
+	allowAt(t, l, Request{Boundary: "a"}, t0)
+	allowAt(t, l, Request{Boundary: "b"}, t0)
 	if n := l.len(); n != 2 {
 		t.Fatalf("%d entries, want 2", n)
 	}
 	// 30s later b has refilled (one token back) but a has not (needs 60s).
-	l.AllowAt(Request{Boundary: "c"}, t0.Add(30*time.Second))
+	allowAt(t, l, Request{Boundary: "c"}, t0.Add(30*time.Second))
 	if n := l.len(); n != 2 {
 		t.Fatalf("%d entries after 30s, want 2 (a and c)", n)
 	}
-	if d := l.AllowAt(Request{Boundary: "a"}, t0.Add(30*time.Second)); !d.Allowed {
+	if d := allowAt(t, l, Request{Boundary: "a"}, t0.Add(30*time.Second)); !d.Allowed {
 		t.Fatalf("a lost its refill: %+v", d)
 	}
-	if d := l.AllowAt(Request{Boundary: "a"}, t0.Add(30*time.Second)); d.Allowed {
+	if d := allowAt(t, l, Request{Boundary: "a"}, t0.Add(30*time.Second)); d.Allowed {
 		t.Fatal("a was evicted while not full and got a fresh bucket")
 	}
-	l.AllowAt(Request{Boundary: "c"}, t0.Add(2*time.Minute))
+	allowAt(t, l, Request{Boundary: "c"}, t0.Add(2*time.Minute))
 	if n := l.len(); n != 1 {
 		t.Fatalf("%d entries after 2m, want 1 (c)", n)
 	}
@@ -256,9 +256,9 @@ func TestLocalEvictsIdle(t *testing.T) {
 func TestLocalTimeGoesBackwards(t *testing.T) {
 	l := mustLocal(t, LocalConfig{Limits: []Limit{PerSecond(1)}}, nil)
 	r := Request{Boundary: "b"}
-	l.AllowAt(r, t0.Add(time.Second))
-	l.AllowAt(r, t0) // earlier: treated as t0+1s, refused
-	if d := l.AllowAt(r, t0.Add(1500*time.Millisecond)); d.Allowed {
+	allowAt(t, l, r, t0.Add(time.Second))
+	allowAt(t, l, r, t0) // earlier: treated as t0+1s, refused
+	if d := allowAt(t, l, r, t0.Add(1500*time.Millisecond)); d.Allowed {
 		t.Fatal("allowed half an interval after the last request")
 	}
 }
@@ -302,4 +302,14 @@ func TestConfigErrors(t *testing.T) {
 	if _, err := NewLocal(LocalConfig{}); err != nil {
 		t.Fatalf("zero config: %v", err)
 	}
+}
+
+// allowAt decides r at now with l, failing t on an error.
+func allowAt(t *testing.T, l *Local, r Request, now time.Time) Decision {
+	t.Helper()
+	d, err := l.AllowAt(r, now)
+	if err != nil {
+		t.Fatalf("AllowAt: %v", err)
+	}
+	return d
 }

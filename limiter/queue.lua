@@ -6,10 +6,15 @@
 --
 -- KEYS[1]        the boundary's cooldown (see decide.lua).
 -- KEYS[2..L+1]   one string per limit holding its TAT (see decide.lua).
--- KEYS[L+2]      the queue: a hash, one field per owner holding the slots
---                (µs of Redis TIME, comma-separated) it has reserved and
---                not yet reached, after the latest it reached within the
---                lookahead.
+-- KEYS[L+2]      the owners' slots: a hash, one field per owner holding the
+--                slots (µs of Redis TIME, comma-separated) it has reserved
+--                and not yet reached, after the latest it reached within
+--                the lookahead.
+-- KEYS[L+3]      the owners' latest slots: a sorted set, one member per
+--                owner of the hash, scored by its latest slot, so that the
+--                number of owners holding a slot ahead of any time is one
+--                ZCOUNT, and owners that stopped asking are found without
+--                reading the others.
 -- ARGV[1]        the clock: 0 means Redis TIME; anything else is "now" in
 --                µs, which only tests send, so that queue order can be
 --                checked against a fake clock.
@@ -27,7 +32,9 @@
 --   granted   1 when a slot was taken, else 0
 --   wait      granted: µs until the slot (0 when due now); refused: µs
 --             until its place in the queue, the earliest it could be sent
---   retry     refused: µs until asking again can change the answer
+--   retry     refused: µs until asking again can change the answer; for
+--             an owner holding all its slots, until a round before its
+--             turn
 --   reason    0 when granted; the refusing limit's code; 3 for a
 --             cooldown; 4 when the owner already holds all its slots
 --   depth     slots its owner holds ahead of now, after this request
@@ -47,6 +54,15 @@
 -- slot within the lookahead) may also hold every slot up to the lookahead,
 -- so that the boundary stays busy while its requests come back for their
 -- next slot.
+--
+-- Cost and memory: a run reads and writes the fields of its own requests'
+-- owners only, counts the others with two ZCOUNTs, and forgets up to n+16
+-- owners whose latest slot fell out of the lookahead (each run adds at
+-- most n owners, so those that stopped asking drain by at least 16 a run,
+-- and the keys expire once the latest slot is past the lookahead). Its time
+-- is O((n+16) log N) for N owners; N is at most the owners holding a slot
+-- ahead or within the lookahead (bounded by the slots the limits grant
+-- within the longest wait), plus that draining remainder.
 
 if redis.replicate_commands then redis.replicate_commands() end
 
@@ -84,31 +100,50 @@ for i = 1, nlim do
   if T[i] > tmax then tmax = T[i] end
 end
 
--- The queue: every owner's slots still ahead of now (q), its latest slot
--- already reached if within the lookahead (passed), how many owners hold
--- slots ahead (active, the length of a round) and how many held one
--- within the lookahead (recent: an owner is alone only if no other is).
-local q, passed, active, recent, dirty = {}, {}, 0, 0, false
-local qkey = KEYS[nlim + 2]
+-- The queue, for the owners of this batch only: each one's slots still
+-- ahead of now (q) and its latest slot already reached if within the
+-- lookahead (passed); for every owner, how many hold slots ahead (active,
+-- the length of a round) and how many held one within the lookahead
+-- (recent: an owner is alone only if no other is).
+local qkey, zkey = KEYS[nlim + 2], KEYS[nlim + 3]
+local horizon = now - lookahead
+local q, passed, dirty = {}, {}, {}
 do
-  local all = redis.call('HGETALL', qkey)
-  for k = 1, #all, 2 do
-    local owner, slots = all[k], {}
-    for s in string.gmatch(all[k + 1], '%d+') do
-      s = tonumber(s)
-      if s > now then
-        slots[#slots + 1] = s
-      elseif s > now - lookahead then
-        passed[owner] = math.max(passed[owner] or 0, s)
-      else
-        dirty = true
+  -- Forget owners that stopped asking: their latest slot is out of the
+  -- lookahead, so they count for nothing.
+  local stale = redis.call('ZRANGEBYSCORE', zkey, '-inf', fmt(horizon), 'LIMIT', 0, n + 16)
+  if #stale > 0 then
+    redis.call('HDEL', qkey, unpack(stale))
+    redis.call('ZREM', zkey, unpack(stale))
+  end
+  local owners, seen = {}, {}
+  for j = 1, n do
+    local owner = ARGV[at + 3 * j - 1]
+    if not seen[owner] then
+      seen[owner] = true
+      owners[#owners + 1] = owner
+    end
+  end
+  local vals = redis.call('HMGET', qkey, unpack(owners))
+  for k, owner in ipairs(owners) do
+    local slots = {}
+    if vals[k] then
+      for s in string.gmatch(vals[k], '%d+') do
+        s = tonumber(s)
+        if s > now then
+          slots[#slots + 1] = s
+        elseif s > horizon then
+          passed[owner] = math.max(passed[owner] or 0, s)
+        else
+          dirty[owner] = true
+        end
       end
     end
     q[owner] = slots
-    if #slots > 0 then active = active + 1 end
-    if #slots > 0 or passed[owner] then recent = recent + 1 end
   end
 end
+local active = redis.call('ZCOUNT', zkey, '(' .. fmt(now), '+inf')
+local recent = redis.call('ZCOUNT', zkey, '(' .. fmt(horizon), '+inf')
 
 local taken, refused, behind = 0, 0, {}
 for j = 1, n do
@@ -124,7 +159,6 @@ for j = 1, n do
     if s > place then place = s; reason = R[i] end
   end
   local mine = q[owner]
-  if not mine then mine = {}; q[owner] = mine end
   local r
   local full = #mine >= weight
   local me = (#mine > 0 or passed[owner]) and 1 or 0
@@ -133,12 +167,15 @@ for j = 1, n do
   end
   if full then
     -- The owner holds all its slots: a slot frees when its first is
-    -- reached, and its next turn comes a round after its last.
+    -- reached, and its next turn comes a round after its last. The b-th
+    -- of its requests refused here comes back b rounds after the first,
+    -- when its turn is near, so that an owner with thousands of requests
+    -- waiting does not send them all back at once at every slot.
     local b = behind[owner] or 0
     behind[owner] = b + 1
     local round = math.max(active, 1) * tmax
     local p = math.max(slot, mine[#mine] + round) + b * round
-    r = {0, p - now, mine[1] - now, 4, #mine}
+    r = {0, p - now, math.max(mine[1], p - round) - now, 4, #mine}
   elseif slot <= now + maxwait then
     -- A limit that is not the one deciding the slot still counts the
     -- request when it is sent, at the slot.
@@ -151,7 +188,7 @@ for j = 1, n do
     else
       passed[owner] = slot
     end
-    dirty = true
+    dirty[owner] = true
     r = {1, slot - now, 0, 0, #mine}
   else
     refused = refused + 1
@@ -166,21 +203,29 @@ if taken > 0 then
     redis.call('SET', KEYS[i + 1], fmt(tat[i]), 'PX', math.ceil((tat[i] - now) / 1000) + 1)
   end
 end
-if dirty then
-  redis.call('DEL', qkey)
-  local last = 0
-  for owner, slots in pairs(q) do
-    local s = {}
-    if passed[owner] then
-      s[1] = fmt(passed[owner])
-      last = math.max(last, passed[owner] + lookahead)
-    end
-    for _, v in ipairs(slots) do s[#s + 1] = fmt(v) end
-    if #slots > 0 then last = math.max(last, slots[#slots]) end
-    if #s > 0 then redis.call('HSET', qkey, owner, table.concat(s, ',')) end
+local wrote = false
+for owner in pairs(dirty) do
+  local slots, s = q[owner], {}
+  if passed[owner] then s[1] = fmt(passed[owner]) end
+  for _, v in ipairs(slots) do s[#s + 1] = fmt(v) end
+  if #s > 0 then
+    redis.call('HSET', qkey, owner, table.concat(s, ','))
+    local latest = slots[#slots] or passed[owner]
+    redis.call('ZADD', zkey, fmt(latest), owner)
+  else
+    redis.call('HDEL', qkey, owner)
+    redis.call('ZREM', zkey, owner)
   end
-  if last > 0 then
-    redis.call('PEXPIRE', qkey, math.ceil((last - now) / 1000) + 1)
+  wrote = true
+end
+if wrote then
+  -- Both keys mean nothing once the latest slot of any owner is out of
+  -- the lookahead.
+  local top = redis.call('ZRANGE', zkey, -1, -1, 'WITHSCORES')
+  if top[2] then
+    local ttl = math.ceil((tonumber(top[2]) + lookahead - now) / 1000) + 1
+    redis.call('PEXPIRE', qkey, ttl)
+    redis.call('PEXPIRE', zkey, ttl)
   end
 end
 return reply

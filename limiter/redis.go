@@ -39,8 +39,10 @@ type RedisConfig struct {
 	// old ones expire on their own).
 	BoundaryKey []byte
 
-	// Timeout bounds one decision's round trip, including connection
-	// set-up and go-redis retries. Zero means 50ms.
+	// Timeout bounds how long one decision waits for Redis, from the call
+	// to Allow: its round trip, including connection set-up and go-redis
+	// retries, or its wait behind a coalesced batch in flight and then its
+	// own (see [Redis] for the slack). Zero means 50ms.
 	Timeout time.Duration
 
 	// CooldownTimeout bounds the round trip that tells the fleet about a
@@ -66,26 +68,26 @@ type RedisConfig struct {
 	// second.
 	ProbeInterval time.Duration
 
-	// Lease, when above 1, takes up to Lease tokens per round trip and
+	// Prefetch, when above 1, takes up to Prefetch tokens per round trip and
 	// spends the spare ones locally, for hot boundaries. Zero means no
-	// leasing: one round trip per decision. See [Redis] for the overshoot
+	// prefetching: one round trip per decision. See [Redis] for the overshoot
 	// it allows.
-	Lease int
+	Prefetch int
 
-	// LeaseTTL is how long leased tokens may be spent. Zero means 100ms.
-	LeaseTTL time.Duration
+	// PrefetchTTL is how long prefetched tokens may be spent. Zero means 100ms.
+	PrefetchTTL time.Duration
 
 	// MaxBatch is the most concurrent decisions of one boundary that
 	// share a round trip: while one is in flight, arriving requests wait
 	// and the next round trip decides all of them, exactly (see [Redis]).
 	// Zero means 256; 1 means one round trip per decision. Ignored with
-	// Lease.
+	// Prefetch.
 	MaxBatch int
 
 	// Queue, when set, serves a saturated boundary round-robin by owner
 	// across the fleet, and Allow waits for its slot (see [FairQueue]).
 	// Nil means no queue: Allow never waits. It cannot be combined with
-	// Lease.
+	// Prefetch.
 	Queue *FairQueue
 
 	// MaxCooldown caps a single cooldown, so that a hostile or broken
@@ -105,7 +107,7 @@ const (
 	defaultCooldownTimeout = 500 * time.Millisecond
 	defaultFallbackShare   = 0.25
 	defaultProbeInterval   = time.Second
-	defaultLeaseTTL        = 100 * time.Millisecond
+	defaultPrefetchTTL     = 100 * time.Millisecond
 )
 
 // Redis is a [Limiter] whose state lives in Redis, shared by every process
@@ -121,20 +123,24 @@ const (
 // first time a server lacks it. All keys of a boundary share a hash tag,
 // so a cluster keeps them on one slot.
 //
-// With leasing (RedisConfig.Lease), one round trip takes up to Lease
-// tokens and the spare ones are spent locally for up to LeaseTTL. The
+// With prefetching (RedisConfig.Prefetch), one round trip takes up to Prefetch
+// tokens and the spare ones are spent locally for up to PrefetchTTL. The
 // fleet still never spends more tokens than the limit grants, but may
-// spend them up to LeaseTTL late: in any window of length W it sends at
-// most what the limit grants in W+LeaseTTL. Unused leased tokens expire
+// spend them up to PrefetchTTL late: in any window of length W it sends at
+// most what the limit grants in W+PrefetchTTL. Unused prefetched tokens expire
 // and are lost, and a cooldown set by another process takes effect here
-// within LeaseTTL.
+// within PrefetchTTL.
 //
 // When Redis fails to answer within Timeout, the decision follows
 // OnUnavailable, the failure is logged once, and Redis is probed again
-// every ProbeInterval until it answers. Allow never blocks longer than
-// Timeout, nor Cooldown longer than CooldownTimeout, even with a client
-// whose ContextTimeoutEnabled is false (the call then waits in a goroutine
-// that ends when the client gives up). Nothing here panics.
+// every ProbeInterval until it answers. Allow waits for Redis at most
+// Timeout from its own call, plus the slack of scheduling its goroutine
+// (a few milliseconds on a loaded machine), also when its decision is
+// coalesced behind a batch already in flight; with the fair queue it may
+// in addition sleep to its slot, never past its deadline. Cooldown waits
+// at most CooldownTimeout. Both hold even with a client whose
+// ContextTimeoutEnabled is false (the call then waits in a goroutine that
+// ends when the client gives up). Nothing here panics.
 //
 // Redis is safe for concurrent use.
 type Redis struct {
@@ -157,16 +163,16 @@ type Redis struct {
 	cooldownTimeout time.Duration
 	maxCooldown     time.Duration
 	policy          FailMode
-	lease           int
+	prefetch        int
 	// detached runs calls in a goroutine because the client would let a
 	// stalled socket outlive the context deadline.
 	detached bool
 
-	pauses   pauses
-	fallback *Local   // the FailOpen fallback; nil with FailClosed
-	leases   *leases  // nil without leasing
-	batch    *batcher // nil without coalescing (with leasing, or MaxBatch 1)
-	health   *redisstore.Tracker
+	pauses     pauses
+	fallback   *Local      // the FailOpen fallback; nil with FailClosed
+	prefetched *prefetched // nil without prefetching
+	batch      *batcher    // nil without coalescing (with prefetching, or MaxBatch 1)
+	health     *redisstore.Tracker
 
 	// now is the clock seam: time.Now except in tests.
 	now func() time.Time
@@ -213,8 +219,8 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	if cfg.OnUnavailable != FailOpen && cfg.OnUnavailable != FailClosed {
 		return nil, fmt.Errorf("%w: unknown OnUnavailable %d", ErrInvalidConfig, cfg.OnUnavailable)
 	}
-	if cfg.Timeout < 0 || cfg.CooldownTimeout < 0 || cfg.ProbeInterval < 0 || cfg.LeaseTTL < 0 || cfg.MaxCooldown < 0 || cfg.Lease < 0 {
-		return nil, fmt.Errorf("%w: negative duration or lease", ErrInvalidConfig)
+	if cfg.Timeout < 0 || cfg.CooldownTimeout < 0 || cfg.ProbeInterval < 0 || cfg.PrefetchTTL < 0 || cfg.MaxCooldown < 0 || cfg.Prefetch < 0 {
+		return nil, fmt.Errorf("%w: negative duration or prefetch", ErrInvalidConfig)
 	}
 
 	l := &Redis{
@@ -226,7 +232,7 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		cooldownTimeout: cmp0(cfg.CooldownTimeout, defaultCooldownTimeout),
 		maxCooldown:     cmp0(cfg.MaxCooldown, defaultMaxCooldown),
 		policy:          cfg.OnUnavailable,
-		lease:           cfg.Lease,
+		prefetch:        cfg.Prefetch,
 		detached:        !redisstore.HonoursContext(rdb),
 		health: redisstore.NewTracker("limiter", cfg.OnUnavailable.String(),
 			cmp0(cfg.ProbeInterval, defaultProbeInterval), cfg.Logger),
@@ -254,14 +260,15 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 			return nil, err
 		}
 	}
-	if cfg.Lease > 1 && len(bspecs) > 0 {
-		l.leases = newLeases(cmp0(cfg.LeaseTTL, defaultLeaseTTL))
+	if cfg.Prefetch > 1 && len(bspecs) > 0 {
+		l.prefetched = newPrefetched(cmp0(cfg.PrefetchTTL, defaultPrefetchTTL))
 	}
 	if l.batch, err = newBatcher(cfg); err != nil {
 		return nil, err
 	}
 	if l.batch != nil {
 		l.batch.run = l.runBatch
+		l.batch.timeout = l.timeout
 	}
 	return l, nil
 }
@@ -275,17 +282,18 @@ const (
 
 // Allow decides r for the whole fleet. It returns an error only when Redis
 // is unavailable and the policy is [FailClosed] (an [*UnavailableError]),
-// or when ctx is done.
+// or [FailOpen] and its fallback, a [Local], holds as many boundaries as
+// it may ([ErrTooManyBoundaries]), or when ctx is done.
 func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 	now := l.now()
 	if until := l.pauses.until(r.Boundary, now); !until.IsZero() {
 		return cooldownDecision(until, now), nil
 	}
-	lk := leaseKey{boundary: r.Boundary}
+	lk := prefetchKey{boundary: r.Boundary}
 	if l.ownerKeys != nil {
 		lk.owner = r.Owner
 	}
-	if l.leases != nil && l.leases.take(lk, now) {
+	if l.prefetched != nil && l.prefetched.take(lk, now) {
 		return Decision{Allowed: true}, nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -298,10 +306,10 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 		return l.allowBatched(ctx, r, now)
 	}
 
-	// Without coalescing a decision is for one request, or takes a lease.
+	// Without coalescing a decision is for one request, or takes a prefetch.
 	want := 1
-	if l.leases != nil {
-		want = l.lease
+	if l.prefetched != nil {
+		want = l.prefetch
 	}
 	d, err := l.decideN(ctx, r, want)
 	if err != nil && ctx.Err() != nil {
@@ -314,8 +322,8 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 	}
 	l.health.Succeeded()
 	if d.granted > 0 {
-		if l.leases != nil {
-			l.leases.put(lk, int(d.granted-1), now)
+		if l.prefetched != nil {
+			l.prefetched.put(lk, int(d.granted-1), now)
 		}
 		return Decision{Allowed: true}, nil
 	}
@@ -392,7 +400,10 @@ func (l *Redis) unavailable(r Request, now time.Time, cause error) (Decision, er
 	if l.policy == FailClosed {
 		return Decision{}, &UnavailableError{Op: "allow", Err: cause}
 	}
-	d := l.fallback.AllowAt(r, now)
+	d, err := l.fallback.AllowAt(r, now)
+	if err != nil {
+		return Decision{}, err
+	}
 	d.Fallback = true
 	return d, nil
 }
@@ -408,8 +419,8 @@ func (l *Redis) Cooldown(ctx context.Context, boundary string, until time.Time) 
 		return nil
 	}
 	l.pauses.extend(boundary, now.Add(length), now)
-	if l.leases != nil {
-		l.leases.drop(boundary)
+	if l.prefetched != nil {
+		l.prefetched.drop(boundary)
 	}
 	if ok, err := l.health.Attempt(now); !ok {
 		return &UnavailableError{Op: "cooldown", Err: err}

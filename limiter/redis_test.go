@@ -100,7 +100,7 @@ func TestRedis(t *testing.T) {
 			t.Run("several limits are atomic", func(t *testing.T) { testRedisAtomic(t, tg) })
 			t.Run("owner share", func(t *testing.T) { testRedisOwner(t, tg) })
 			t.Run("cooldown pauses other clients", func(t *testing.T) { testRedisCooldown(t, tg) })
-			t.Run("lease", func(t *testing.T) { testRedisLease(t, tg) })
+			t.Run("prefetch", func(t *testing.T) { testRedisPrefetch(t, tg) })
 			t.Run("concurrent clients", func(t *testing.T) { testRedisConcurrent(t, tg) })
 			t.Run("keys", func(t *testing.T) { testRedisKeys(t, tg) })
 		})
@@ -325,15 +325,15 @@ func testRedisCooldown(t *testing.T, tg target) {
 	}
 }
 
-// testRedisLease: leasing takes several tokens per round trip, never more
+// testRedisPrefetch: prefetching takes several tokens per round trip, never more
 // than the limit has, and unused tokens expire.
-func testRedisLease(t *testing.T, tg target) {
+func testRedisPrefetch(t *testing.T, tg target) {
 	rdb := tg.newClient(t)
 	var rt roundTrips
 	rdb.AddHook(&rt)
 	prefix := redistest.Prefix(t)
 
-	l := newTestRedis(t, rdb, prefix, RedisConfig{Limits: []Limit{PerSecond(100_000).WithBurst(1000)}, Lease: 10, LeaseTTL: time.Minute})
+	l := newTestRedis(t, rdb, prefix, RedisConfig{Limits: []Limit{PerSecond(100_000).WithBurst(1000)}, Prefetch: 10, PrefetchTTL: time.Minute})
 	r := Request{Boundary: "hot"}
 	allow(t, l, r) // loads the script
 	rt.N.Store(0)
@@ -343,13 +343,13 @@ func testRedisLease(t *testing.T, tg target) {
 		}
 	}
 	if n := rt.N.Load(); n > 10 {
-		t.Fatalf("%d round trips for 100 decisions with Lease 10, want at most 10", n)
+		t.Fatalf("%d round trips for 100 decisions with Prefetch 10, want at most 10", n)
 	}
 
-	// A lease never takes more than the limit has: 5 per hour, and two
-	// processes leasing 10 at a time get 5 between them.
-	l1 := newTestRedis(t, rdb, prefix, RedisConfig{Limits: []Limit{{Rate: 5, Period: time.Hour, Burst: 5}}, Lease: 10, LeaseTTL: time.Minute})
-	l2 := newTestRedis(t, tg.newClient(t), prefix, RedisConfig{Limits: []Limit{{Rate: 5, Period: time.Hour, Burst: 5}}, Lease: 10, LeaseTTL: time.Minute})
+	// A prefetch never takes more than the limit has: 5 per hour, and two
+	// processes prefetching 10 at a time get 5 between them.
+	l1 := newTestRedis(t, rdb, prefix, RedisConfig{Limits: []Limit{{Rate: 5, Period: time.Hour, Burst: 5}}, Prefetch: 10, PrefetchTTL: time.Minute})
+	l2 := newTestRedis(t, tg.newClient(t), prefix, RedisConfig{Limits: []Limit{{Rate: 5, Period: time.Hour, Burst: 5}}, Prefetch: 10, PrefetchTTL: time.Minute})
 	n := 0
 	for i := 0; i < 10; i++ {
 		for _, l := range []*Redis{l1, l2} {
@@ -359,33 +359,33 @@ func testRedisLease(t *testing.T, tg target) {
 		}
 	}
 	if n != 5 {
-		t.Fatalf("allowed %d with leasing on a 5/h limit, want exactly 5", n)
+		t.Fatalf("allowed %d with prefetching on a 5/h limit, want exactly 5", n)
 	}
 
-	// Unused leased tokens expire after LeaseTTL: the next decision goes
+	// Unused prefetched tokens expire after PrefetchTTL: the next decision goes
 	// back to Redis.
-	// The lease's time is the process's clock, faked here so that a slow
+	// The prefetch's time is the process's clock, faked here so that a slow
 	// round trip cannot use up the TTL.
-	l3 := newTestRedis(t, rdb, prefix, RedisConfig{Limits: []Limit{PerSecond(1000).WithBurst(100)}, Lease: 10, LeaseTTL: 20 * time.Millisecond})
+	l3 := newTestRedis(t, rdb, prefix, RedisConfig{Limits: []Limit{PerSecond(1000).WithBurst(100)}, Prefetch: 10, PrefetchTTL: 20 * time.Millisecond})
 	clk := clockScripts(l3)
 	allow(t, l3, Request{Boundary: "ttl"})
 	rt.N.Store(0)
 	allow(t, l3, Request{Boundary: "ttl"})
 	if n := rt.N.Load(); n != 0 {
-		t.Fatalf("%d round trips within the lease TTL, want 0", n)
+		t.Fatalf("%d round trips within the prefetch TTL, want 0", n)
 	}
 	clk.Add(30 * time.Millisecond)
 	allow(t, l3, Request{Boundary: "ttl"})
 	if n := rt.N.Load(); n != 1 {
-		t.Fatalf("%d round trips after the lease expired, want 1", n)
+		t.Fatalf("%d round trips after the prefetch expired, want 1", n)
 	}
 
-	// This process's own cooldown drops its leases at once.
+	// This process's own cooldown drops its prefetched at once.
 	if err := l3.Cooldown(context.Background(), "ttl", time.Now().Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if d := allow(t, l3, Request{Boundary: "ttl"}); d.Allowed {
-		t.Fatal("leased token spent during this process's cooldown")
+		t.Fatal("prefetched token spent during this process's cooldown")
 	}
 }
 
@@ -488,7 +488,7 @@ func TestRedisConfigErrors(t *testing.T) {
 		{BoundaryKey: key, FallbackShare: 1.5},
 		{BoundaryKey: key, OnUnavailable: FailMode(7)},
 		{BoundaryKey: key, Timeout: -1},
-		{BoundaryKey: key, Lease: -1},
+		{BoundaryKey: key, Prefetch: -1},
 		{BoundaryKey: []byte("short")},
 	}
 	for _, cfg := range bad {

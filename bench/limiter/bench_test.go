@@ -24,7 +24,7 @@ const hotRate = 1_000_000
 
 // BenchmarkDecisions measures decisions per second at concurrency 1, 16
 // and 64 against one Redis, for a bare PING (the floor), redis_rate, the
-// limiter, and the limiter leasing 10 tokens per round trip. All use the
+// limiter, and the limiter prefetching 10 tokens per round trip. All use the
 // same client, so the same pool and the same hook.
 func BenchmarkDecisions(b *testing.B) {
 	base := redistest.Client(b)
@@ -50,12 +50,12 @@ func BenchmarkDecisions(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	leased, err := limiter.NewRedis(rdb, limiter.RedisConfig{
+	prefetched, err := limiter.NewRedis(rdb, limiter.RedisConfig{
 		Limits:      []limiter.Limit{limiter.PerSecond(hotRate).WithBurst(hotRate)},
 		BoundaryKey: redistest.BoundaryKey(),
-		Prefix:      prefix + "lease:",
+		Prefix:      prefix + "prefetch:",
 		Timeout:     time.Second,
-		Lease:       10,
+		Prefetch:    10,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -76,7 +76,7 @@ func BenchmarkDecisions(b *testing.B) {
 			return err
 		}},
 		{"limiter", func(ctx context.Context) error { return mustAllow(lim.Allow(ctx, req)) }},
-		{"limiter_lease10", func(ctx context.Context) error { return mustAllow(leased.Allow(ctx, req)) }},
+		{"limiter_prefetch10", func(ctx context.Context) error { return mustAllow(prefetched.Allow(ctx, req)) }},
 	}
 	for _, c := range []int{1, 16, 64} {
 		for _, ct := range contenders {

@@ -59,13 +59,13 @@ func TestCompare(t *testing.T) {
 
 	rr := redis_rate.NewLimiter(rdb)
 	rrLimit := redis_rate.PerSecond(hotRate)
-	newLim := func(name string, lease, batch int) *limiter.Redis {
+	newLim := func(name string, prefetch, batch int) *limiter.Redis {
 		l, err := limiter.NewRedis(rdb, limiter.RedisConfig{
 			Limits:      []limiter.Limit{limiter.PerSecond(hotRate).WithBurst(hotRate)},
 			BoundaryKey: redistest.BoundaryKey(),
 			Prefix:      prefix + name + ":",
 			Timeout:     time.Second,
-			Lease:       lease,
+			Prefetch:    prefetch,
 			MaxBatch:    batch,
 		})
 		if err != nil {
@@ -75,7 +75,7 @@ func TestCompare(t *testing.T) {
 	}
 	// The default limiter coalesces; MaxBatch 1 is one round trip per
 	// decision, as before coalescing.
-	lim, single, leased := newLim("plain", 0, 0), newLim("single", 0, 1), newLim("lease", 10, 0)
+	lim, single, prefetched := newLim("plain", 0, 0), newLim("single", 0, 1), newLim("prefetch", 10, 0)
 	req := limiter.Request{Boundary: "api.example.com#0123456789abcdef"}
 	rrKey := prefix + "redis_rate:api.example.com#0123456789abcdef"
 	contenders := []struct {
@@ -86,7 +86,7 @@ func TestCompare(t *testing.T) {
 		{"redis_rate", func(ctx context.Context) error { _, err := rr.Allow(ctx, rrKey, rrLimit); return err }},
 		{"limiter", func(ctx context.Context) error { return mustAllow(lim.Allow(ctx, req)) }},
 		{"limiter_single", func(ctx context.Context) error { return mustAllow(single.Allow(ctx, req)) }},
-		{"limiter_lease10", func(ctx context.Context) error { return mustAllow(leased.Allow(ctx, req)) }},
+		{"limiter_prefetch10", func(ctx context.Context) error { return mustAllow(prefetched.Allow(ctx, req)) }},
 	}
 	for _, ct := range contenders {
 		if err := ct.op(context.Background()); err != nil {
@@ -96,7 +96,7 @@ func TestCompare(t *testing.T) {
 
 	var report strings.Builder
 	fmt.Fprintf(&report, "%d rounds of %v per contender, median decisions/s (round trips per decision):\n", rounds, slice)
-	fmt.Fprintf(&report, "%-5s %16s %16s %18s %18s %18s %11s %11s\n", "conc", "PING", "redis_rate", "limiter", "limiter MaxBatch1", "limiter lease10", "limiter/rr", "batch1/rr")
+	fmt.Fprintf(&report, "%-5s %16s %16s %18s %18s %18s %11s %11s\n", "conc", "PING", "redis_rate", "limiter", "limiter MaxBatch1", "limiter prefetch10", "limiter/rr", "batch1/rr")
 	for _, c := range concurrency {
 		rates := make(map[string][]float64)
 		trips := make(map[string][]float64)
@@ -118,7 +118,7 @@ func TestCompare(t *testing.T) {
 		cell := func(name string) string {
 			return fmt.Sprintf("%8.0f (%.2f)", median(rates[name]), median(trips[name]))
 		}
-		fmt.Fprintf(&report, "%-5d %16s %16s %18s %18s %18s %11.2f %11.2f\n", c, cell("ping"), cell("redis_rate"), cell("limiter"), cell("limiter_single"), cell("limiter_lease10"), median(ratios), median(singleRatios))
+		fmt.Fprintf(&report, "%-5d %16s %16s %18s %18s %18s %11.2f %11.2f\n", c, cell("ping"), cell("redis_rate"), cell("limiter"), cell("limiter_single"), cell("limiter_prefetch10"), median(ratios), median(singleRatios))
 	}
 	t.Log("\n" + report.String())
 }

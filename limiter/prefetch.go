@@ -5,41 +5,41 @@ import (
 	"time"
 )
 
-// leases holds tokens taken from Redis ahead of need (RedisConfig.Lease),
+// prefetched holds tokens taken from Redis ahead of need (RedisConfig.Prefetch),
 // spent locally without a round trip until they run out or expire.
 //
-// The bound on what leasing can do wrong: a leased token was already taken
+// The bound on what prefetching can do wrong: a prefetched token was already taken
 // from the fleet's bucket in Redis, so the fleet never spends more tokens
 // than the limit grants. It may spend them later than granted, by at most
-// the lease TTL, so in any window of length W the fleet sends at most what
+// the prefetch TTL, so in any window of length W the fleet sends at most what
 // the limit grants in W+TTL. Unused tokens expire after the TTL and are
 // lost, which only makes the boundary run below its rate. A cooldown set by
-// another process reaches this one once its leased tokens are spent or
+// another process reaches this one once its prefetched tokens are spent or
 // expired, so within the TTL; a cooldown set by this process drops its
-// leases at once.
-type leases struct {
+// prefetched tokens at once.
+type prefetched struct {
 	// mu guards m and lastSweep.
 	mu        sync.Mutex
-	m         map[leaseKey]lease
+	m         map[prefetchKey]prefetch
 	lastSweep time.Time
 
 	ttl time.Duration // immutable
 }
 
-type leaseKey struct{ boundary, owner string }
+type prefetchKey struct{ boundary, owner string }
 
-type lease struct {
+type prefetch struct {
 	tokens  int
 	expires time.Time
 }
 
-func newLeases(ttl time.Duration) *leases {
-	return &leases{m: make(map[leaseKey]lease), ttl: ttl}
+func newPrefetched(ttl time.Duration) *prefetched {
+	return &prefetched{m: make(map[prefetchKey]prefetch), ttl: ttl}
 }
 
-// take spends one leased token for k at now, reporting whether there was
+// take spends one prefetched token for k at now, reporting whether there was
 // one.
-func (l *leases) take(k leaseKey, now time.Time) bool {
+func (l *prefetched) take(k prefetchKey, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ls, ok := l.m[k]
@@ -55,8 +55,8 @@ func (l *leases) take(k leaseKey, now time.Time) bool {
 	return true
 }
 
-// put stores tokens leased at now for k.
-func (l *leases) put(k leaseKey, tokens int, now time.Time) {
+// put stores tokens prefetched at now for k.
+func (l *prefetched) put(k prefetchKey, tokens int, now time.Time) {
 	if tokens <= 0 {
 		return
 	}
@@ -65,16 +65,16 @@ func (l *leases) put(k leaseKey, tokens int, now time.Time) {
 	l.sweepLocked(now)
 	expires := now.Add(l.ttl)
 	if ls, ok := l.m[k]; ok && now.Before(ls.expires) {
-		// Two callers leased at once. Merge, keeping the earlier expiry so
+		// Two callers prefetched at once. Merge, keeping the earlier expiry so
 		// that no token outlives its own TTL.
 		tokens += ls.tokens
 		expires = ls.expires
 	}
-	l.m[k] = lease{tokens: tokens, expires: expires}
+	l.m[k] = prefetch{tokens: tokens, expires: expires}
 }
 
-// drop forgets every lease of boundary, for a cooldown.
-func (l *leases) drop(boundary string) {
+// drop forgets every prefetch of boundary, for a cooldown.
+func (l *prefetched) drop(boundary string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k := range l.m {
@@ -84,9 +84,9 @@ func (l *leases) drop(boundary string) {
 	}
 }
 
-// sweepLocked drops expired leases at most once per TTL. It requires that
+// sweepLocked drops expired prefetches at most once per TTL. It requires that
 // l.mu is held.
-func (l *leases) sweepLocked(now time.Time) {
+func (l *prefetched) sweepLocked(now time.Time) {
 	if now.Sub(l.lastSweep) < l.ttl {
 		return
 	}

@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-func TestLeases(t *testing.T) {
-	l := newLeases(100 * time.Millisecond)
-	a := leaseKey{boundary: "a"}
+func TestPrefetchedTokens(t *testing.T) {
+	l := newPrefetched(100 * time.Millisecond)
+	a := prefetchKey{boundary: "a"}
 	if l.take(a, t0) {
-		t.Fatal("took a token never leased")
+		t.Fatal("took a token never prefetched")
 	}
 	l.put(a, 2, t0)
-	// A second lease merges, and keeps the first one's expiry so no token
+	// A second prefetch merges, and keeps the first one's expiry so no token
 	// outlives its TTL.
 	l.put(a, 1, t0.Add(50*time.Millisecond))
 	for i := 0; i < 3; i++ {
@@ -30,20 +30,20 @@ func TestLeases(t *testing.T) {
 		t.Fatal("took a token at its expiry")
 	}
 	l.put(a, 5, t0)
-	l.put(leaseKey{boundary: "a", owner: "x"}, 5, t0)
-	l.put(leaseKey{boundary: "b"}, 5, t0)
+	l.put(prefetchKey{boundary: "a", owner: "x"}, 5, t0)
+	l.put(prefetchKey{boundary: "b"}, 5, t0)
 	l.drop("a")
-	if l.take(a, t0) || l.take(leaseKey{boundary: "a", owner: "x"}, t0) {
-		t.Fatal("drop left a lease of the boundary")
+	if l.take(a, t0) || l.take(prefetchKey{boundary: "a", owner: "x"}, t0) {
+		t.Fatal("drop left a prefetch of the boundary")
 	}
-	if !l.take(leaseKey{boundary: "b"}, t0) {
-		t.Fatal("drop took another boundary's lease")
+	if !l.take(prefetchKey{boundary: "b"}, t0) {
+		t.Fatal("drop took another boundary's prefetch")
 	}
-	l.put(leaseKey{boundary: "c"}, 0, t0) // nothing to store
-	// Expired leases are swept when new ones are stored.
-	l.put(leaseKey{boundary: "d"}, 1, t0.Add(time.Hour))
+	l.put(prefetchKey{boundary: "c"}, 0, t0) // nothing to store
+	// Expired prefetched tokens are swept when new ones are stored.
+	l.put(prefetchKey{boundary: "d"}, 1, t0.Add(time.Hour))
 	if n := len(l.m); n != 1 {
-		t.Fatalf("%d leases after the sweep, want 1", n)
+		t.Fatalf("%d prefetches after the sweep, want 1", n)
 	}
 }
 

@@ -1,0 +1,98 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrybudget/retrybudget/internal/redistest"
+	"github.com/retrybudget/retrybudget/internal/stallmeter"
+)
+
+// TestCoalescedAllowReturnsWithinTimeout: on a hung Redis, a caller that
+// waits behind a batch in flight, and one that arrives while the batch it
+// joined is in flight, each return within the decision Timeout of their
+// own call (plus the machine's slack), not after the batch ahead of them
+// and then their own.
+func TestCoalescedAllowReturnsWithinTimeout(t *testing.T) {
+	for _, ctxTimeouts := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) {
+			testCoalescedTimeout(t, ctxTimeouts)
+		})
+	}
+}
+
+func testCoalescedTimeout(t *testing.T, ctxTimeouts bool) {
+	const timeout = 200 * time.Millisecond
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: ctxTimeouts})
+	t.Cleanup(func() { _ = rdb.Close() })
+	l, err := NewRedis(rdb, RedisConfig{
+		Limits:        []Limit{PerSecond(1000)},
+		BoundaryKey:   redistest.BoundaryKey(),
+		Prefix:        redistest.Prefix(t),
+		Timeout:       timeout,
+		OnUnavailable: FailClosed,
+		ProbeInterval: time.Nanosecond, // every caller below tries Redis
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Request{Boundary: "b"}
+	waitRecovered(t, l, r) // connected, script loaded
+	k := groupKey{boundary: r.Boundary}
+
+	stalls := stallmeter.Start()
+	defer stalls.Close()
+	thaw := srv.Freeze(t)
+	defer thaw()
+
+	type result struct {
+		who  string
+		took time.Duration
+		err  error
+	}
+	results := make(chan result, 3)
+	call := func(who string) {
+		start := time.Now()
+		_, err := l.Allow(context.Background(), r)
+		results <- result{who, time.Since(start), err}
+	}
+	go call("leader")
+	// The leader's batch is in flight once its group exists.
+	waitUntil(t, func() bool { return l.batch.inFlight(k) })
+	go call("waiting behind a batch")
+	waitUntil(t, func() bool { return l.batch.waitingIn(k) == 1 })
+	// The leader's round trip times out, the driver takes the waiting
+	// caller as its batch; the next caller waits behind that one.
+	waitUntil(t, func() bool { return l.batch.waitingIn(k) == 0 })
+	go call("joining a driven batch")
+
+	for range 3 {
+		res := <-results
+		if !errors.Is(res.err, ErrUnavailable) {
+			t.Errorf("%s: %v, want ErrUnavailable", res.who, res.err)
+		}
+		if late, ok := stalls.Excused(res.took, timeout+faultSlack); !ok {
+			t.Errorf("%s returned after %v (the machine stalled up to %v); Timeout %v", res.who, res.took, late, timeout)
+		} else {
+			t.Logf("%s returned after %v", res.who, res.took)
+		}
+	}
+}
+
+// waitUntil polls cond until it holds, for state another goroutine reaches
+// without a signal to wait on.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,142 @@
+package limiter
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrybudget/retrybudget/internal/redistest"
+)
+
+// scriptMicros returns the Redis CPU µs per EVALSHA since the last
+// CONFIG RESETSTAT, from INFO commandstats: what the script costs Redis,
+// however long the round trip took.
+func scriptMicros(t *testing.T, rdb *redis.Client) float64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:")
+		if !ok {
+			continue
+		}
+		for field := range strings.SplitSeq(rest, ",") {
+			if v, ok := strings.CutPrefix(field, "usec_per_call="); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return f
+			}
+		}
+	}
+	t.Fatalf("no evalsha in %q", info)
+	return 0
+}
+
+// queueDecisionMicros fills a boundary of the fair queue with tenants
+// owners, each holding a slot, and returns the Redis µs per decision of
+// further owners asking one at a time.
+func queueDecisionMicros(t *testing.T, rdb *redis.Client, tenants int) float64 {
+	t.Helper()
+	clk := newRealFakeClock()
+	// 20,000 slots a second: every owner's slot within the wait.
+	l := newTestRedis(t, rdb, redistest.Prefix(t), RedisConfig{Limits: []Limit{PerSecond(20_000)}, Queue: &FairQueue{MaxWait: time.Minute}})
+	l.now, l.scriptNow = clk.Now, clk.Now
+	req := func(owner string) slotRequest {
+		return slotRequest{maxWait: time.Minute, owner: l.keys.owner(owner), weight: 1}
+	}
+	k := groupKey{boundary: "b"}
+	for i := 0; i < tenants; i += 100 {
+		ins := make([]slotRequest, 0, 100)
+		for j := i; j < min(i+100, tenants); j++ {
+			ins = append(ins, req(fmt.Sprint("tenant", j)))
+		}
+		if _, err := l.runBatch(context.Background(), k, ins); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const decisions = 200
+	for i := range decisions {
+		outs, err := l.runBatch(context.Background(), k, []slotRequest{req(fmt.Sprint("asker", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !outs[0].granted {
+			t.Fatalf("asker %d refused: %+v", i, outs[0])
+		}
+	}
+	return scriptMicros(t, rdb)
+}
+
+// TestFairQueueCostDoesNotGrowWithTenants: a fair-queue decision touches
+// the owners of its batch, not every owner holding a slot, so its Redis
+// time at 9,000 tenants stays near its time at 100.
+func TestFairQueueCostDoesNotGrowWithTenants(t *testing.T) {
+	rdb := redistest.Start(t).Client(t) // private: the test resets its stats
+	few := queueDecisionMicros(t, rdb, 100)
+	many := queueDecisionMicros(t, rdb, 9000)
+	t.Logf("Redis µs per decision: %.1f at 100 tenants, %.1f at 9,000", few, many)
+	if many > 200 || many > 4*few+20 {
+		t.Fatalf("Redis µs per decision: %.1f at 9,000 tenants against %.1f at 100; want at most 200 and no growth", many, few)
+	}
+}
+
+// TestFairQueueForgetsOwnersThatStoppedAsking: owners whose slots are all
+// out of the lookahead leave the queue's keys a bounded number per
+// decision, however many there are, while the boundary stays busy.
+func TestFairQueueForgetsOwnersThatStoppedAsking(t *testing.T) {
+	rdb := redistest.Client(t)
+	clk := newRealFakeClock()
+	l := newTestRedis(t, rdb, redistest.Prefix(t), RedisConfig{Limits: []Limit{PerSecond(100)}, Queue: &FairQueue{MaxWait: time.Minute}})
+	l.now, l.scriptNow = clk.Now, clk.Now
+	k := groupKey{boundary: "b"}
+	req := func(owner string) slotRequest {
+		return slotRequest{maxWait: time.Minute, owner: l.keys.owner(owner), weight: 1}
+	}
+	const owners = 1000
+	for i := 0; i < owners; i += 100 {
+		ins := make([]slotRequest, 0, 100)
+		for j := i; j < i+100; j++ {
+			ins = append(ins, req(fmt.Sprint("gone", j)))
+		}
+		if _, err := l.runBatch(context.Background(), k, ins); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := l.cache.get("b", l.buildKeys).base
+	sizes := func() (int64, int64) {
+		return rdb.HLen(context.Background(), base+queueSlotsSuffix).Val(), rdb.ZCard(context.Background(), base+queueLatestSuffix).Val()
+	}
+	if h, z := sizes(); h != owners || z != owners {
+		t.Fatalf("after %d owners asked: %d fields, %d members", owners, h, z)
+	}
+	// Every slot is 10s ahead at most; past it, one owner keeps asking.
+	clk.Add(11 * time.Second)
+	for i := 0; ; i++ {
+		if _, err := l.runBatch(context.Background(), k, []slotRequest{req("A")}); err != nil {
+			t.Fatal(err)
+		}
+		clk.Add(10 * time.Millisecond)
+		h, z := sizes()
+		if h <= 1 && z <= 1 {
+			// Each run forgets up to 17 (n+16): 1000 take 59 runs.
+			if i > owners/17+1 {
+				t.Fatalf("took %d decisions to forget %d owners", i+1, owners)
+			}
+			return
+		}
+		if i > owners {
+			t.Fatalf("%d fields, %d members left after %d decisions", h, z, i+1)
+		}
+	}
+}
