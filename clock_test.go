@@ -48,8 +48,8 @@ func newFakeTransport(cfg Config) (*Transport, *fakeClock) {
 	return newTransport(cfg, fc), fc
 }
 
-// Regression (issue 11): the budget a Transport builds by default read
-// time.Now, so a fake Transport clock never reached it. Its floor of 10
+// The budget a Transport builds by default runs on the Transport's clock,
+// not time.Now, so a fake Transport clock reaches it. Its floor of 10
 // retries per second must refill on the Transport's clock, and so must a
 // route's (which inherits the Transport's Budget: each subtest uses its own
 // destination).

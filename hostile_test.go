@@ -1,6 +1,6 @@
 package retrybudget
 
-// Hostile providers (issue 7): Retry-After values that are huge, negative,
+// Hostile providers: Retry-After values that are huge, negative,
 // garbage or in the past; endless and stalled bodies; headers trickled a
 // byte at a time; servers that accept and never answer. Every case must
 // return within its bound, leak no goroutine (TestMain runs goleak) and end
@@ -53,7 +53,7 @@ func TestHostileRetryAfter(t *testing.T) {
 		{"zero", 429, "0", false, 0},
 		{"a day", 429, "86400", true, 24 * time.Hour},
 		{"just under a century", 503, "3153600000", true, 99 * 365 * 24 * time.Hour},
-		// Beyond the century bound, like delta-seconds (issue 16 finding 6).
+		// An HTTP-date beyond the century bound is refused, like delta-seconds.
 		{"year 9999", 503, "Fri, 31 Dec 9999 23:59:59 GMT", false, 0},
 		{"a year from now", 429, now.AddDate(1, 0, 0).UTC().Format(http.TimeFormat), true, 364 * 24 * time.Hour},
 	}

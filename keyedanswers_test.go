@@ -16,7 +16,9 @@ import (
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
-// Regression tests for issue 17, each named after the bug it pins.
+// Answers to keyed requests (409, 503) and refusals before sending: each
+// test is named after the rule it pins, and opens with the failure that
+// rule prevents.
 
 // errorReader fails every read with err.
 type errorReader struct{ err error }
@@ -24,7 +26,8 @@ type errorReader struct{ err error }
 func (r errorReader) Read([]byte) (int, error) { return 0, r.err }
 
 func TestRefusalsBeforeSendingAreErrors(t *testing.T) {
-	// Regression: ErrInvalidAction and the request-body read error came
+	// A refusal with no response is an *Error. Failure pinned:
+	// ErrInvalidAction and the request-body read error came
 	// back bare, though RoundTrip promises an *Error when there is no
 	// response.
 	readErr := errors.New("disk on fire")
@@ -74,7 +77,8 @@ func TestRefusalsBeforeSendingAreErrors(t *testing.T) {
 }
 
 func TestKeyed409IsNeverStoredAsTheOutcome(t *testing.T) {
-	// Regression (issue 17 item 4): a 409 answered to a keyed request was
+	// A 409 to a keyed request is never stored as the outcome. Failure
+	// pinned: a 409 answered to a keyed request was
 	// a business answer, so the ledger completed the action with it and
 	// every later call replayed the 409, although the provider was still
 	// processing the first request under the key and applied it.
@@ -150,7 +154,8 @@ func gateway(t *testing.T) (*httptest.Server, *atomic.Int32) {
 }
 
 func TestDefaultClassifier503WithoutRetryAfterMayHaveBeenApplied(t *testing.T) {
-	// Regression (issue 17 item 3), classifier part: a 503 without
+	// A 503 without Retry-After may have been applied. Failure pinned: a
+	// 503 without
 	// Retry-After was a plain capacity answer, taken as not processed.
 	now := time.Now()
 	for _, tc := range []struct {
@@ -172,8 +177,8 @@ func TestDefaultClassifier503WithoutRetryAfterMayHaveBeenApplied(t *testing.T) {
 }
 
 func TestDefaultClassifierKeyed409IsInProgress(t *testing.T) {
-	// Regression (issue 17 item 4), classifier part: a 409 to a keyed
-	// request was a business answer.
+	// A 409 to a keyed request is in progress. Failure pinned: it was a
+	// business answer.
 	keyed := &http.Request{Header: http.Header{"X-Key": {"k"}}}
 	unkeyed := &http.Request{Header: http.Header{}}
 	for _, tc := range []struct {
@@ -195,7 +200,8 @@ func TestDefaultClassifierKeyed409IsInProgress(t *testing.T) {
 }
 
 func Test503OnUnkeyedPOSTIsNotRetriedWithoutRetryAfter(t *testing.T) {
-	// Regression (issue 17 item 3): a 503 on an unkeyed POST was retried
+	// A 503 without Retry-After on an unkeyed POST is not retried. Failure
+	// pinned: a 503 on an unkeyed POST was retried
 	// as capacity, and a gateway that had applied it got a second effect.
 	srv, effects := gateway(t)
 	tr, _ := newFakeTransport(Config{})
@@ -249,7 +255,8 @@ func (businessClassifier) Classify(a *AttemptResult) Classification {
 }
 
 func TestKeyed409IsNeverStoredWhateverTheClassifier(t *testing.T) {
-	// Regression (issue 17 item 4): settling completed the action with a
+	// A 409 to a keyed request is never stored, whatever the Classifier.
+	// Failure pinned: settling completed the action with a
 	// 409 to a keyed request when the Classifier called it business.
 	p := newPayments(t, true)
 	p.fault = func(n int) string {

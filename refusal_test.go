@@ -13,7 +13,9 @@ import (
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
-// Regressions found by the review of the merged call loop.
+// Edge rules of the call loop: a caller back at the RetryAt it was told, a
+// negative MaxBodyBuffer, the Reconciler's deadline, and refused calls
+// reaching CaptureOutcome.
 
 // TestCallerBackAtRetryAtIsSentNotAnsweredFromTheGiveUp: a give-up was
 // remembered for SDK re-sends for 30 s whatever its RetryAt, so a caller

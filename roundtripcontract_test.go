@@ -18,7 +18,9 @@ import (
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
-// Regression tests for bugs found in review, each named after the bug.
+// The http.RoundTripper contract at its edges: re-sends by net/http,
+// deadlines, upgrades, redirects, unusual requests and bases. Each test is
+// named after the rule it pins.
 
 // rtFunc is a RoundTripper made of a function; it is not comparable.
 type rtFunc func(*http.Request) (*http.Response, error)

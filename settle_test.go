@@ -23,14 +23,14 @@ import (
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
-// Regression tests for the call-loop items of issue 17, each named after
-// the bug it pins.
+// Settling an action, and sending it, under the ledger: each test is named
+// after the rule it pins, and opens with the failure that rule prevents.
 
 func TestSettleHonoursTheDeadlineWhenRedisFreezes(t *testing.T) {
-	// Regression (issue 17 item 5): Complete and Fail ran under
-	// context.WithoutCancel with no timeout, so with Redis frozen after
-	// Reserve a call with a 300 ms deadline came back after 5.33 s,
-	// though the provider had answered.
+	// Settling ends at the call's deadline. Failure pinned: Complete and
+	// Fail ran under context.WithoutCancel with no timeout, so with Redis
+	// frozen after Reserve a call with a 300 ms deadline came back after
+	// 5.33 s, though the provider had answered.
 	// The slack covers a stalled, loaded machine and stays below
 	// go-redis's own 3 s ReadTimeout, which would otherwise end the wait.
 	const deadline = time.Second
@@ -105,8 +105,8 @@ func (hangingStore) Fail(ctx context.Context, _ ledger.Key, _ int64, _ ledger.Fa
 }
 
 func TestSettleHonoursTheDeadlineWithAStoreThatWaitsOnItsContext(t *testing.T) {
-	// Regression (issue 17 item 5): settling ran under a context that
-	// never ends, so a store waiting on it never let RoundTrip return.
+	// Settling runs under a context that ends. Failure pinned: settling ran
+	// under a context that never ends, so a store waiting on it never let RoundTrip return.
 	const deadline, slack = time.Second, time.Second
 	p := newPayments(t, true)
 	store := hangingStore{ledger.NewMemory(ledger.MemoryConfig{})}
@@ -151,7 +151,8 @@ func (s *lostReplyStore) Reserve(ctx context.Context, r ledger.ReserveRequest) (
 }
 
 func TestReserveWithALostReplyIsNotRefusedByItsOwnGrant(t *testing.T) {
-	// Regression (issue 17 item 7): a Reserve whose reply was lost after
+	// A Reserve whose reply was lost is the caller's own grant. Failure
+	// pinned: a Reserve whose reply was lost after
 	// the store wrote the grant ended the call with ErrLedger, 0 provider
 	// calls, or was refused by its own reservation (ErrPending); after the
 	// lease the never-sent action came back as uncertain.
@@ -204,7 +205,8 @@ func (unmarkableStore) MarkSending(context.Context, ledger.Key, int64) error {
 }
 
 func TestNothingIsSentWithoutTheSendingMark(t *testing.T) {
-	// Regression (issue 17 item 7): the Transport sent without marking
+	// The Transport marks the action sending before it sends. Failure
+	// pinned: the Transport sent without marking
 	// the action, so a lease that ran out could not tell a never-sent
 	// action from one that may have been applied.
 	p := newPayments(t, false)
@@ -230,7 +232,8 @@ type unrenewedStore struct{ ledger.Store }
 func (unrenewedStore) Renew(context.Context, ledger.Key, int64, time.Duration) error { return nil }
 
 func TestSlowReconcilerNeverLetsTwoWorkersSend(t *testing.T) {
-	// Regression (issue 17 item 1): the reconcile grant ran the Reconciler
+	// A reconciling worker renews its lease and sends only while it owns
+	// the action. Failure pinned: the reconcile grant ran the Reconciler
 	// with nothing renewing the lease, then sent without checking that it
 	// still owned the action. Dead owner, workers A and B, lease 300 ms,
 	// reconciler 400 ms: both got 201, 2 effects, history
@@ -351,7 +354,8 @@ func (s *brokenKeepAlive) serve() {
 }
 
 func TestKeyedPUTResentByNetHTTPIsMaybeApplied(t *testing.T) {
-	// Regression (issue 17 item 8): only methods that are not idempotent
+	// Every method is traced, so a re-send by net/http counts as maybe
+	// applied. Failure pinned: only methods that are not idempotent
 	// were traced. net/http re-sends a PUT carrying Idempotency-Key and
 	// GetBody after a kept-alive connection breaks; when the re-dial
 	// failed the dial error made the attempt not-sent: applied once at
@@ -419,7 +423,8 @@ func rawHead(t *testing.T) (url string, head <-chan []string) {
 }
 
 func TestBodilessUnkeyedPOSTIsSentWithContentLengthZero(t *testing.T) {
-	// Regression (issue 17 item 9): to keep net/http from re-sending it,
+	// A bodiless POST goes out with Content-Length: 0, as with bare
+	// net/http. Failure pinned: to keep net/http from re-sending it,
 	// a bodiless POST that is not safe to repeat got an empty stand-in
 	// body and went out Transfer-Encoding: chunked; bare net/http sends
 	// Content-Length: 0, and servers that require a length answer 411.
@@ -464,7 +469,7 @@ func TestBodilessUnkeyedPOSTIsSentWithContentLengthZero(t *testing.T) {
 }
 
 func TestBodilessUnkeyedPOSTOverHTTP2HasContentLengthZero(t *testing.T) {
-	// Regression (issue 17 item 9), HTTP/2: the empty stand-in body went
+	// The same over HTTP/2. Failure pinned: the empty stand-in body went
 	// out as a DATA frame without content-length.
 	type seen struct {
 		proto  string
@@ -518,7 +523,8 @@ func (l *deadlineLimiter) Allow(ctx context.Context, _ limiter.Request) (limiter
 func (*deadlineLimiter) Cooldown(context.Context, string, time.Time) error { return nil }
 
 func TestLimiterQueueNeverWaitsPastTheCallsBounds(t *testing.T) {
-	// Regression (limiter fair queue): with limiter.RedisConfig.Queue,
+	// The limiter's fair queue never holds a call past MaxWait or
+	// Config.Deadline. Failure pinned: with limiter.RedisConfig.Queue,
 	// Allow waits for the call's slot up to its context's deadline, which
 	// knew nothing of MaxWait or Config.Deadline: the limiter could hold a
 	// call past both.
@@ -583,7 +589,8 @@ func since(start time.Time, ts []time.Time) []time.Duration {
 }
 
 func TestResendUsesTheActionsKeyNotTheCallersHeader(t *testing.T) {
-	// Regression (issue 17 item 2): when the ledger said "resend under the
+	// A resend carries the Action's key, never the caller's header. Failure
+	// pinned: when the ledger said "resend under the
 	// same provider key" (an uncertain action, or a dead owner's), the
 	// Transport sent the caller's header; a client putting a fresh key on
 	// every call (stripe-go does) made the resend new work: 2 requests, 2

@@ -53,7 +53,7 @@ type Rule struct {
 // Rule returns the rule c puts in force. Redis and the planner (package
 // plan) use it to apply exactly the rule a Local applies.
 func (c Config) Rule() Rule {
-	r := Rule{Percent: c.Percent, MinRetriesPerSec: c.MinRetriesPerSec, Window: c.Window}
+	r := Rule(c)
 	r.Percent = schedule.Fraction(r.Percent, DefaultPercent)
 	r.MinRetriesPerSec = schedule.Knob(r.MinRetriesPerSec, DefaultMinRetriesPerSec, 0)
 	if r.Window <= 0 {

@@ -16,7 +16,8 @@ import (
 )
 
 func TestLostReserveReplyStillRunsTheHandler(t *testing.T) {
-	// Regression (issue 17 item 7), inbound: with a 100 ms ReadTimeout and
+	// A request whose Reserve reply was lost still runs its handler once.
+	// Failure pinned: with a 100 ms ReadTimeout and
 	// Redis frozen during the reservation, the request was refused by its
 	// own reservation (409 pending), then answered 409 uncertain for good:
 	// the handler ran 0 times although nothing had run.

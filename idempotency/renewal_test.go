@@ -9,7 +9,8 @@ import (
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
-// Regression tests for issue 17, each named after the bug it pins.
+// Lease renewal of an inbound action: each test is named after the rule it
+// pins.
 
 // testTenant is the tenant of these tests' requests.
 func testTenant(*http.Request) string { return "acme" }
@@ -32,7 +33,8 @@ func (h *hungRenewals) Renew(context.Context, ledger.Key, int64, time.Duration) 
 }
 
 func TestHungRenewalDoesNotHoldTheResponse(t *testing.T) {
-	// Regression (issue 17 item 6): KeepLease ran renewals on a context
+	// A hung renewal never holds the response. Failure pinned: KeepLease
+	// ran renewals on a context
 	// without deadline and stopKeeper waited for the one in flight, so a
 	// store that hung on a renewal held the response for as long.
 	s := &hungRenewals{Memory: ledger.NewMemory(ledger.MemoryConfig{}),

@@ -13,7 +13,8 @@ import (
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
-// Regression tests for issue 17 items 11 and 12, named after the bugs.
+// Steps of an inbound action (WithStep) against its own expiry and a
+// crashed server: each test is named after the rule it pins.
 
 // stepHandler forwards the inbound body to the provider under the
 // "provider" step and answers 201 with the provider's body, or 502 when
@@ -42,7 +43,8 @@ func stepHandler(client *http.Client, url string, errs chan<- error) handlerFunc
 }
 
 func TestDerivedStepRecordOutlivesItsAction(t *testing.T) {
-	// Regression (issue 17 item 11): the step's record kept the store's
+	// A step's record expires with its action. Failure pinned: the step's
+	// record kept the store's
 	// 24 h retention while the inbound record expired after its own, so a
 	// changed request under the expired key, a new action by contract,
 	// met the old step record: a ledger conflict, 502 on every retry.
@@ -72,7 +74,9 @@ func TestDerivedStepRecordOutlivesItsAction(t *testing.T) {
 }
 
 func TestCrashRecoverySaysDestinationFailedWhenNeverCalled(t *testing.T) {
-	// Regression (issue 17 item 12): after a server died mid-request, the
+	// Recovery after a crash answers "destination failed" only if the
+	// destination was called. Failure pinned: after a server died
+	// mid-request, the
 	// request that took the inbound action over when its lease ended found
 	// the step still held by the dead server's longer outbound lease; the
 	// handler's 502 was recorded and answered (destination failed, though

@@ -14,12 +14,12 @@ import (
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
-// TestCrossTenantReplay pins issue 16 finding 1: two callers identified by
-// an API-key header or a cookie, or by nothing at all, sending the same
-// key and body, must never get each other's stored response. The
-// middleware used to default to a tenant derived from Authorization, ""
-// for all three, so the second caller got the first one's 201 with its
-// account data, and the handler did not run for it.
+// TestCrossTenantReplay pins that callers never get each other's stored
+// response: two callers identified by an API-key header or a cookie, or by
+// nothing at all, send the same key and body. A tenant derived from
+// Authorization by default is "" for all three, so the second caller gets
+// the first one's 201 with its account data, and the handler does not run
+// for it.
 func TestCrossTenantReplay(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -60,10 +60,10 @@ func TestCrossTenantReplay(t *testing.T) {
 	}
 }
 
-// TestEmptyTenantRefused pins the other half of finding 1: with auth done
-// inside the handler, a request with no credentials (Tenant returns "")
-// used to share tenant "" with every other such request and get their
-// stored responses. It is refused before the store is touched.
+// TestEmptyTenantRefused pins that a request with no tenant is refused
+// before the store is touched: with auth done inside the handler, a request
+// with no credentials (Tenant returns "") would share tenant "" with every
+// other such request and get their stored responses.
 func TestEmptyTenantRefused(t *testing.T) {
 	account := func(r *http.Request) string { return r.Header.Get("X-Account") }
 	e := newEnv(t, idempotency.Config{Tenant: account}, created)

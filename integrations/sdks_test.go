@@ -70,7 +70,7 @@ func openaiCall(ctx context.Context, url string, rt http.RoundTripper, defaults 
 			option.WithHTTPClient(&http.Client{Transport: rt}))
 	}
 	_, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
-		Model:    openai.ChatModelGPT4oMini,
+		Model:    "gpt-4o-mini", // the fake provider reads no model; a literal stays valid when the SDK retires a name
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
 	})
 	return err

@@ -14,8 +14,8 @@ var (
 	encNew = []byte("new-aes-256-key-0123456789abcdef")
 )
 
-// secretOutcome is a response of the kind issue 16 finding 7 found stored
-// in the clear for 24 hours: a client_secret and a card number in the body,
+// secretOutcome is a response of the kind that must never be stored in the
+// clear for 24 hours: a client_secret and a card number in the body,
 // and a signed URL in Location.
 func secretOutcome() Outcome {
 	return Outcome{Status: 201,
@@ -23,8 +23,8 @@ func secretOutcome() Outcome {
 		Body:   []byte(`{"client_secret":"pi_3_secret_abc","detail":"card 4242424242424242 sk_live_51Hxyz"}`)}
 }
 
-// TestStoredResponseEncrypted pins issue 16 finding 7: with
-// EncryptionKeys the stored headers and body are AES-GCM ciphertext in
+// TestStoredResponseEncrypted pins that a stored response is never kept in
+// the clear when keys are given: with EncryptionKeys the stored headers and body are AES-GCM ciphertext in
 // Redis, a replay still returns them, a rotated store (new key first, old
 // after) reads old records, and a store without the key cannot.
 func TestStoredResponseEncrypted(t *testing.T) {

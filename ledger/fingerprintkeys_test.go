@@ -13,11 +13,12 @@ var (
 	deploymentB = []byte("deployment-B-fingerprint-key-02")
 )
 
-// TestStoredFingerprintKeyedPerDeployment pins issue 16 finding 2: the
-// fingerprint a store kept was the bare SHA-256 of the request's canonical
-// form, from which a card number and CVC in the body were recovered by
-// guessing. What a store keeps must be an HMAC under the deployment's key:
-// unequal to the bare fingerprint, and different under another key.
+// TestStoredFingerprintKeyedPerDeployment pins that a store keeps a
+// fingerprint keyed per deployment, never the bare SHA-256 of the request's
+// canonical form, from which a card number and CVC in the body can be
+// recovered by guessing. What a store keeps is an HMAC under the
+// deployment's key: unequal to the bare fingerprint, and different under
+// another key.
 func TestStoredFingerprintKeyedPerDeployment(t *testing.T) {
 	fp := Fingerprint("POST", nil, nil, nil, []byte("number=4242424242424242&cvc=123"))
 	stored := func(s Store) string {

@@ -105,9 +105,9 @@ func (h *hungRenewal) Renew(ctx context.Context, _ Key, _ int64, _ time.Duration
 }
 
 func TestKeeperStopDoesNotWaitForAHungRenewal(t *testing.T) {
-	// Regression (issue 17 item 6): Stop waited for a renewal in flight,
-	// and renewals ran without a deadline, so one hung store call held the
-	// owner's response for as long as the store hung.
+	// Stop never waits for a renewal in flight, and each renewal has a
+	// deadline: otherwise one hung store call holds the owner's response
+	// for as long as the store hangs.
 	s := &hungRenewal{Store: NewMemory(MemoryConfig{}), entered: make(chan context.Context), release: make(chan struct{})}
 	const lease = 30 * time.Second
 	tk := newManualTicker()

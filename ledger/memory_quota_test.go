@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// TestMemoryFloodBounded pins issue 16 finding 4: ledger.Memory, the
-// middleware's default store, had no cap, so 100k distinct keys with 1 KiB
-// replies added 162 MiB for 24 hours. Under a flood of distinct keys with
-// large replies it now stops at its byte cap, answers ErrFull, and the heap
+// TestMemoryFloodBounded pins that ledger.Memory, the middleware's default
+// store, is capped in bytes (uncapped, 100k distinct keys with 1 KiB
+// replies add 162 MiB for 24 hours). Under a flood of distinct keys with
+// large replies it stops at its byte cap, answers ErrFull, and the heap
 // stays near the cap.
 func TestMemoryFloodBounded(t *testing.T) {
 	const maxBytes = 8 << 20

@@ -11,12 +11,13 @@ import (
 )
 
 func TestReserveLostReplyIsRecognised(t *testing.T) {
-	// Regression (issue 17 item 7): go-redis re-sends an EVALSHA whose
-	// reply timed out, and the first run may already have happened. With a
-	// 100 ms ReadTimeout and Redis frozen 150 ms the call was refused by
-	// its own reservation (pending); frozen 250 ms it failed while the
-	// record was written, and after the lease the never-sent action came
-	// back as uncertain.
+	// A Reserve whose reply was lost is recognised as the caller's own:
+	// go-redis re-sends an EVALSHA whose reply timed out, and the first run
+	// may already have happened. With a 100 ms ReadTimeout and Redis frozen
+	// 150 ms, a store that does not recognise it is refused by its own
+	// reservation (pending); frozen 250 ms it fails while the record is
+	// written, and after the lease the never-sent action comes back as
+	// uncertain.
 	srv := redistest.Start(t)
 	for _, frozen := range []time.Duration{150 * time.Millisecond, 250 * time.Millisecond} {
 		t.Run(frozen.String(), func(t *testing.T) {
@@ -71,10 +72,11 @@ func TestReserveLostReplyIsRecognised(t *testing.T) {
 const redisShort = 150 * time.Millisecond
 
 func TestRedisCallsReturnAtTheirDeadlineWhenFrozen(t *testing.T) {
-	// Regression (issue 17 item 5): go-redis without ContextTimeoutEnabled
-	// holds a command on the wire for its ReadTimeout (3 s by default)
-	// and re-sends it, whatever the context's deadline, so a frozen Redis
-	// held a settling Transport for seconds past its deadline.
+	// Every store call returns at its context's deadline, even on a client
+	// without ContextTimeoutEnabled: such a client holds a command on the
+	// wire for its ReadTimeout (3 s by default) and re-sends it, whatever
+	// the deadline, so a frozen Redis would hold a settling Transport for
+	// seconds past its deadline.
 	const bound, slack = 100 * time.Millisecond, 150 * time.Millisecond
 	srv := redistest.Start(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr}) // ContextTimeoutEnabled false, the default

@@ -17,7 +17,7 @@ const (
 
 func (c tri) matches(b bool) bool { return c == either || (c == yes) == b }
 
-// matrix is the decision table written as rules rather than code,
+// matrix is the ledger's decision table written as rules rather than code,
 // so TestResolveEveryInput checks Resolve against an independent statement
 // of the same matrix. Every combination of inputs must match exactly one
 // rule: the rules are complete and do not overlap.

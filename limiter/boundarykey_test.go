@@ -49,10 +49,10 @@ func TestBoundaryKeyKeysRedisNames(t *testing.T) {
 	}
 }
 
-// TestUnkeyedCredentialHashNotInRedis is the regression test of the
-// guessable credential hash in Redis (issue 16, item 3): the limiter named
-// a ByCredential boundary's keys by an unkeyed SHA-256, so whoever could
-// list Redis keys could test guessed passwords offline. After decisions,
+// TestUnkeyedCredentialHashNotInRedis pins that no guessable credential
+// hash reaches Redis: keys named by an unkeyed SHA-256 of a ByCredential
+// boundary let whoever can list Redis keys test guessed passwords offline.
+// After decisions,
 // a cooldown and a fair-queue turn for a boundary keyed by a Basic
 // credential, no key name nor stored value holds the credential, the
 // password, or any unkeyed SHA-256 of them, of the boundary or of the

@@ -88,11 +88,12 @@ func TestBatchTakesFromEveryLimit(t *testing.T) {
 	}
 }
 
-// TestBatchBesideADeepBucket pins a review finding: a limit with a burst
-// of a day's worth of tokens has, while another limit refuses, its next
-// token due about a day ago, and the reply saying so was refused as broken,
-// which made every refusal look like Redis failing. It is a refusal by the
-// per-second limit, each request in its own place.
+// TestBatchBesideADeepBucket pins that a reply with a next token due in the
+// past is a refusal, not a broken reply: a limit with a burst of a day's
+// worth of tokens has, while another limit refuses, its next token due
+// about a day ago, and refusing that reply as broken makes every refusal
+// look like Redis failing. It is a refusal by the per-second limit, each
+// request in its own place.
 func TestBatchBesideADeepBucket(t *testing.T) {
 	clk := newRealFakeClock()
 	l := newClockedRedis(t, clk, RedisConfig{Limits: []Limit{PerSecond(10), Window(1000, 24*time.Hour, 1000)}})
@@ -297,10 +298,10 @@ func (h *valueHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// TestDrivenBatchCarriesItsOwnCallersValues pins a review finding: the
-// driver ran every batch with the first leader's context, so a trace
-// attached later round trips to a caller long gone. A driven batch carries
-// the values of its own first caller.
+// TestDrivenBatchCarriesItsOwnCallersValues pins that a driven batch
+// carries the context values of its own first caller, not of the first
+// leader: otherwise a trace attaches later round trips to a caller long
+// gone.
 func TestDrivenBatchCarriesItsOwnCallersValues(t *testing.T) {
 	rdb := redistest.Client(t)
 	vh := &valueHook{}

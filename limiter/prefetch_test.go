@@ -153,9 +153,10 @@ func FuzzParseDecision(f *testing.F) {
 	})
 }
 
-// TestPausesBoundedAt100kBoundaries pins issue 16 finding 5 for the
-// limiter: extend scanned every remembered pause on every cooldown, so
-// cooldowns on many attacker-chosen hosts cost quadratic time. At 100k
+// TestPausesBoundedAt100kBoundaries pins that a cooldown costs bounded
+// work however many boundaries exist: an extend that scans every
+// remembered pause makes cooldowns on many attacker-chosen hosts cost
+// quadratic time. At 100k
 // boundaries the map stays at its cap and each extend examines a bounded
 // number of entries, counted, not timed.
 func TestPausesBoundedAt100kBoundaries(t *testing.T) {

@@ -19,11 +19,11 @@ import (
 	"github.com/retrybudget/retrybudget/otelretry"
 )
 
-// TestObserversKeepIdentitiesOut pins issue 16 finding 3: LogObserver
-// logged tenant= and action=, and the limiter boundary (the host and an
-// unkeyed hash of the Authorization header, from which a Basic password
-// was recovered by guessing), and otelretry exported the boundary as a
-// metric label and span attribute and the idempotency key on spans. With
+// TestObserversKeepIdentitiesOut pins that observers keep identities out
+// by default: not tenant= nor action= in logs, not the limiter boundary
+// (the host and an unkeyed hash of the Authorization header, from which a
+// Basic password can be recovered by guessing) in logs, metric labels or
+// span attributes, and not the idempotency key on spans. With
 // the defaults, one call that goes through the ledger, the limiter, a
 // cooldown and a retry leaves none of them in the captured log, metrics
 // or spans; the opt-in shows them.

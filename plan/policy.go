@@ -87,7 +87,7 @@ func (p Policy) WithDefaults() Policy {
 		s.MaxAttempts, s.BaseDelay, s.MaxDelay, s.Jitter, s.MaxWait, s.Deadline
 	// The rule in force, "none" as zero, exactly as a budget.Local applies it.
 	r := p.Budget.Rule()
-	p.Budget = budget.Config{Percent: r.Percent, MinRetriesPerSec: r.MinRetriesPerSec, Window: r.Window}
+	p.Budget = budget.Config(r)
 	switch {
 	case p.AttemptDuration == 0:
 		p.AttemptDuration = DefaultAttemptDuration

@@ -158,9 +158,6 @@ func client(t *testing.T, f *fake, route retrybudget.Route, lim *recorder, adjus
 // Outcome. A nil ctx means context.Background().
 func call(ctx context.Context, t *testing.T, c *http.Client, method, rawURL string, header ...string) (*http.Response, string, retrybudget.Outcome) {
 	t.Helper()
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	var body io.Reader
 	if method == http.MethodPost {
 		body = strings.NewReader(`{"amount":1999}`)

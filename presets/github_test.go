@@ -1,7 +1,6 @@
 package presets_test
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -29,7 +28,7 @@ func TestGitHubPrimaryLimit(t *testing.T) {
 				"x-ratelimit-limit", "5000", "x-ratelimit-remaining", "0", "x-ratelimit-reset", reset, "x-ratelimit-resource", "core"}})
 			lim := &recorder{}
 			c := client(t, f, presets.GitHub(), lim, nil)
-			_, _, out := call(context.Background(), t, c, "GET", githubIssues, "Authorization", "Bearer ghp_test")
+			_, _, out := call(t.Context(), t, c, "GET", githubIssues, "Authorization", "Bearer ghp_test")
 			if out.Attempts != 1 || !errors.Is(out.Reason, retrybudget.ErrWaitTooLong) || out.Class != retrybudget.ClassCapacity {
 				t.Fatalf("attempts %d, reason %v, class %v; want one capacity attempt ending with ErrWaitTooLong",
 					out.Attempts, out.Reason, out.Class)
@@ -69,7 +68,7 @@ func TestGitHubSecondaryLimit(t *testing.T) {
 			lim := &recorder{}
 			c := client(t, f, presets.GitHub(), lim, nil)
 			start := time.Now()
-			_, body, out := call(context.Background(), t, c, "POST", githubIssues)
+			_, body, out := call(t.Context(), t, c, "POST", githubIssues)
 			if out.Attempts != 1 || out.Class != retrybudget.ClassCapacity || !errors.Is(out.Reason, retrybudget.ErrWaitTooLong) {
 				t.Fatalf("attempts %d, class %v, reason %v; want one capacity attempt, ErrWaitTooLong", out.Attempts, out.Class, out.Reason)
 			}
@@ -89,7 +88,7 @@ func TestGitHubSecondaryLimit(t *testing.T) {
 func TestGitHubSecondaryLimitRetryAfterZeroIsRetried(t *testing.T) {
 	f := newFake(t, reply{status: 403, header: []string{"retry-after", "0"}}, reply{status: 201})
 	c := client(t, f, presets.GitHub(), nil, nil)
-	resp, _, out := call(context.Background(), t, c, "POST", githubIssues)
+	resp, _, out := call(t.Context(), t, c, "POST", githubIssues)
 	if resp.StatusCode != 201 || out.Attempts != 2 {
 		t.Fatalf("status %d after %d attempts; want 201 after 2: a secondary limit was refused, so even a POST repeats", resp.StatusCode, out.Attempts)
 	}
@@ -100,7 +99,7 @@ func TestGitHubPermissionErrorIsBusiness(t *testing.T) {
 	f := newFake(t, reply{status: 403, header: []string{"Content-Type", "application/json", "x-ratelimit-remaining", "4999"}, body: body})
 	lim := &recorder{}
 	c := client(t, f, presets.GitHub(), lim, nil)
-	_, got, out := call(context.Background(), t, c, "POST", githubIssues)
+	_, got, out := call(t.Context(), t, c, "POST", githubIssues)
 	if out.Attempts != 1 || out.Class != retrybudget.ClassBusiness || !errors.Is(out.Reason, retrybudget.ErrRejected) {
 		t.Fatalf("attempts %d, class %v, reason %v; want one rejected business attempt", out.Attempts, out.Class, out.Reason)
 	}
@@ -117,7 +116,7 @@ func TestGitHubSpentQuotaOnSuccessPausesTheBoundary(t *testing.T) {
 	f := newFake(t, reply{status: 200, header: []string{"x-ratelimit-remaining", "0", "x-ratelimit-reset", reset}, body: "[]"})
 	lim := &recorder{}
 	c := client(t, f, presets.GitHub(), lim, nil)
-	resp, _, out := call(context.Background(), t, c, "GET", "https://api.github.com/search/issues?q=bug")
+	resp, _, out := call(t.Context(), t, c, "GET", "https://api.github.com/search/issues?q=bug")
 	if resp.StatusCode != 200 || out.Reason != nil {
 		t.Fatalf("status %d, reason %v; want the success returned", resp.StatusCode, out.Reason)
 	}
@@ -132,7 +131,7 @@ func TestGitHubResourceBoundaries(t *testing.T) {
 	lim := &recorder{}
 	c := client(t, f, presets.GitHub(), lim, nil)
 	for _, path := range []string{"/repos/a/b", "/search/issues", "/search/code", "/graphql"} {
-		call(context.Background(), t, c, "GET", "https://api.github.com"+path, "Authorization", "Bearer ghp_test")
+		call(t.Context(), t, c, "GET", "https://api.github.com"+path, "Authorization", "Bearer ghp_test")
 	}
 	boundaries, _ := lim.recorded()
 	want := []string{"|core", "|search", "|code_search", "|graphql"}

@@ -1,7 +1,6 @@
 package presets_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ func TestOpenAIRetryAfterMsIsPreferred(t *testing.T) {
 	// call; retry-after-ms (3ms) is preferred, so the call is retried.
 	f := newFake(t, reply{status: 429, header: []string{"retry-after", "5", "retry-after-ms", "3"}}, reply{status: 200})
 	c := client(t, f, presets.OpenAI(), nil, nil)
-	resp, _, out := call(context.Background(), t, c, "POST", openAIChat)
+	resp, _, out := call(t.Context(), t, c, "POST", openAIChat)
 	if resp.StatusCode != 200 || out.Attempts != 2 {
 		t.Fatalf("status %d after %d attempts (reason %v); want 200 after 2", resp.StatusCode, out.Attempts, out.Reason)
 	}
@@ -28,7 +27,7 @@ func TestOpenAIRetryAfterWithoutMs(t *testing.T) {
 	f := newFake(t, reply{status: 429, header: []string{"retry-after", "1.5"}})
 	c := client(t, f, presets.OpenAI(), nil, nil)
 	start := time.Now()
-	_, _, out := call(context.Background(), t, c, "POST", openAIChat)
+	_, _, out := call(t.Context(), t, c, "POST", openAIChat)
 	if !errors.Is(out.Reason, retrybudget.ErrWaitTooLong) || !near(out.RetryAt, start.Add(1500*time.Millisecond), 300*time.Millisecond) {
 		t.Fatalf("reason %v, RetryAt start+%v; want ErrWaitTooLong at the decimal Retry-After", out.Reason, out.RetryAt.Sub(start))
 	}
@@ -53,7 +52,7 @@ func TestOpenAIShouldRetry(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(t, tt.first, reply{status: 200})
 			c := client(t, f, presets.OpenAI(), nil, nil)
-			_, _, out := call(context.Background(), t, c, tt.method, openAIChat)
+			_, _, out := call(t.Context(), t, c, tt.method, openAIChat)
 			if out.Attempts != tt.attempts || !errors.Is(out.Reason, tt.reason) {
 				t.Fatalf("attempts %d, reason %v; want %d, %v", out.Attempts, out.Reason, tt.attempts, tt.reason)
 			}
@@ -66,7 +65,7 @@ func TestOpenAIInsufficientQuotaIsBusiness(t *testing.T) {
 	f := newFake(t, reply{status: 429, header: []string{"Content-Type", "application/json"}, body: body})
 	lim := &recorder{}
 	c := client(t, f, presets.OpenAI(), lim, nil)
-	_, got, out := call(context.Background(), t, c, "POST", openAIChat)
+	_, got, out := call(t.Context(), t, c, "POST", openAIChat)
 	if out.Attempts != 1 || out.Class != retrybudget.ClassBusiness || !errors.Is(out.Reason, retrybudget.ErrRejected) {
 		t.Fatalf("attempts %d, class %v, reason %v; want one rejected business attempt", out.Attempts, out.Class, out.Reason)
 	}
@@ -86,7 +85,7 @@ func TestOpenAIRateLimitFieldsPauseTheBoundary(t *testing.T) {
 	lim := &recorder{}
 	c := client(t, f, presets.OpenAI(), lim, nil)
 	start := time.Now()
-	call(context.Background(), t, c, "POST", openAIChat, "Authorization", "Bearer sk-test")
+	call(t.Context(), t, c, "POST", openAIChat, "Authorization", "Bearer sk-test")
 	boundaries, cools := lim.recorded()
 	if len(cools) != 1 || !near(cools[0].until, start.Add(6*time.Minute), time.Second) {
 		t.Fatalf("cooldowns %+v; want one until the later reset, 6m", cools)

@@ -1,7 +1,6 @@
 package presets_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -14,7 +13,7 @@ const paypalCapture = "https://api-m.paypal.com/v2/payments/authorizations/0VF52
 func TestPayPalRequestIDAcrossRetries(t *testing.T) {
 	f := newFake(t, reply{status: 500}, reply{status: 503}, reply{status: 201, body: `{"status":"COMPLETED"}`})
 	c := client(t, f, presets.PayPal(), nil, nil)
-	resp, body, out := call(context.Background(), t, c, "POST", paypalCapture)
+	resp, body, out := call(t.Context(), t, c, "POST", paypalCapture)
 	if resp.StatusCode != 201 || out.Attempts != 3 || out.Reason != nil || body != `{"status":"COMPLETED"}` {
 		t.Fatalf("status %d, attempts %d, reason %v, body %q; want 201 after 3 attempts", resp.StatusCode, out.Attempts, out.Reason, body)
 	}
@@ -34,7 +33,7 @@ func TestPayPalRequestIDAcrossRetries(t *testing.T) {
 func TestPayPalCallerKeyIsKept(t *testing.T) {
 	f := newFake(t, reply{status: 500}, reply{status: 201})
 	c := client(t, f, presets.PayPal(), nil, nil)
-	_, _, out := call(context.Background(), t, c, "POST", paypalCapture, "PayPal-Request-Id", "order-7-capture")
+	_, _, out := call(t.Context(), t, c, "POST", paypalCapture, "PayPal-Request-Id", "order-7-capture")
 	if out.Attempts != 2 || out.Key != "order-7-capture" {
 		t.Fatalf("attempts %d, key %q; want 2 attempts under the caller's id", out.Attempts, out.Key)
 	}
@@ -48,7 +47,7 @@ func TestPayPalCallerKeyIsKept(t *testing.T) {
 func TestPayPalBusinessAnswerIsNotRetried(t *testing.T) {
 	f := newFake(t, reply{status: 422, header: []string{"Content-Type", "application/json"}, body: `{"name":"UNPROCESSABLE_ENTITY"}`})
 	c := client(t, f, presets.PayPal(), nil, nil)
-	_, body, out := call(context.Background(), t, c, "POST", paypalCapture)
+	_, body, out := call(t.Context(), t, c, "POST", paypalCapture)
 	if out.Attempts != 1 || !errors.Is(out.Reason, retrybudget.ErrRejected) || body != `{"name":"UNPROCESSABLE_ENTITY"}` {
 		t.Fatalf("attempts %d, reason %v, body %q; want one rejected attempt with its body", out.Attempts, out.Reason, body)
 	}

@@ -1,7 +1,6 @@
 package presets_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -31,7 +30,7 @@ func TestShopifyFullBucketPausesTheBoundary(t *testing.T) {
 			lim := &recorder{}
 			c := client(t, f, presets.Shopify(), lim, nil)
 			start := time.Now()
-			resp, _, _ := call(context.Background(), t, c, "GET", shopifyOrders, "X-Shopify-Access-Token", "shpat_test")
+			resp, _, _ := call(t.Context(), t, c, "GET", shopifyOrders, "X-Shopify-Access-Token", "shpat_test")
 			end := time.Now()
 			if resp.StatusCode != 200 {
 				t.Fatalf("status %d", resp.StatusCode)
@@ -58,7 +57,7 @@ func TestShopify429DecimalRetryAfter(t *testing.T) {
 	lim := &recorder{}
 	c := client(t, f, presets.Shopify(), lim, nil)
 	start := time.Now()
-	_, _, out := call(context.Background(), t, c, "GET", shopifyOrders)
+	_, _, out := call(t.Context(), t, c, "GET", shopifyOrders)
 	if out.Attempts != 1 || out.Class != retrybudget.ClassCapacity || !errors.Is(out.Reason, retrybudget.ErrWaitTooLong) {
 		t.Fatalf("attempts %d, class %v, reason %v; want one capacity attempt ending with ErrWaitTooLong", out.Attempts, out.Class, out.Reason)
 	}
@@ -73,7 +72,7 @@ func TestShopify429DecimalRetryAfter(t *testing.T) {
 func TestShopify429IsRetried(t *testing.T) {
 	f := newFake(t, reply{status: 429, header: []string{"Retry-After", "0.01"}}, reply{status: 200, body: `{"orders":[]}`})
 	c := client(t, f, presets.Shopify(), nil, nil)
-	resp, _, out := call(context.Background(), t, c, "GET", shopifyOrders)
+	resp, _, out := call(t.Context(), t, c, "GET", shopifyOrders)
 	if resp.StatusCode != 200 || out.Attempts != 2 {
 		t.Fatalf("status %d after %d attempts; want 200 after 2", resp.StatusCode, out.Attempts)
 	}
@@ -84,7 +83,7 @@ func TestShopify429WithoutRetryAfterWaitsOneSlot(t *testing.T) {
 	lim := &recorder{}
 	c := client(t, f, presets.Shopify(), lim, func(cfg *retrybudget.Config) { cfg.MaxAttempts = 1 })
 	start := time.Now()
-	_, _, out := call(context.Background(), t, c, "GET", shopifyOrders)
+	_, _, out := call(t.Context(), t, c, "GET", shopifyOrders)
 	if _, cools := lim.recorded(); len(cools) != 1 || !near(cools[0].until, start.Add(500*time.Millisecond), 100*time.Millisecond) {
 		t.Fatalf("cooldowns %+v (outcome %+v); want one of about one slot's drain, 0.5s", cools, out)
 	}

@@ -1,7 +1,6 @@
 package presets_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ func TestSlack429RetryAfter(t *testing.T) {
 	lim := &recorder{}
 	c := client(t, f, presets.Slack(), lim, nil)
 	start := time.Now()
-	_, _, out := call(context.Background(), t, c, "POST", slackPost, "Authorization", "Bearer xoxb-test")
+	_, _, out := call(t.Context(), t, c, "POST", slackPost, "Authorization", "Bearer xoxb-test")
 	if out.Attempts != 1 || out.Class != retrybudget.ClassCapacity || !errors.Is(out.Reason, retrybudget.ErrWaitTooLong) {
 		t.Fatalf("attempts %d, class %v, reason %v; want one capacity attempt, ErrWaitTooLong", out.Attempts, out.Class, out.Reason)
 	}
@@ -34,7 +33,7 @@ func TestSlack429RetryAfter(t *testing.T) {
 func TestSlack429IsRetriedForAnUnkeyedPost(t *testing.T) {
 	f := newFake(t, reply{status: 429, header: []string{"Retry-After", "0"}}, reply{status: 200, body: `{"ok":true}`})
 	c := client(t, f, presets.Slack(), nil, nil)
-	resp, body, out := call(context.Background(), t, c, "POST", slackPost)
+	resp, body, out := call(t.Context(), t, c, "POST", slackPost)
 	if resp.StatusCode != 200 || out.Attempts != 2 || body != `{"ok":true}` {
 		t.Fatalf("status %d after %d attempts; want 200 after 2", resp.StatusCode, out.Attempts)
 	}
@@ -43,7 +42,7 @@ func TestSlack429IsRetriedForAnUnkeyedPost(t *testing.T) {
 func TestSlackServerErrorOnAPostIsNotRepeated(t *testing.T) {
 	f := newFake(t, reply{status: 500})
 	c := client(t, f, presets.Slack(), nil, nil)
-	_, _, out := call(context.Background(), t, c, "POST", slackPost)
+	_, _, out := call(t.Context(), t, c, "POST", slackPost)
 	if out.Attempts != 1 || !errors.Is(out.Reason, retrybudget.ErrUncertain) {
 		t.Fatalf("attempts %d, reason %v; want one attempt and ErrUncertain: the message may have been posted", out.Attempts, out.Reason)
 	}
@@ -53,8 +52,8 @@ func TestSlackMethodsHaveTheirOwnBoundary(t *testing.T) {
 	f := newFake(t, reply{status: 200})
 	lim := &recorder{}
 	c := client(t, f, presets.Slack(), lim, nil)
-	call(context.Background(), t, c, "POST", slackPost, "Authorization", "Bearer xoxb-test")
-	call(context.Background(), t, c, "GET", "https://slack.com/api/users.list", "Authorization", "Bearer xoxb-test")
+	call(t.Context(), t, c, "POST", slackPost, "Authorization", "Bearer xoxb-test")
+	call(t.Context(), t, c, "GET", "https://slack.com/api/users.list", "Authorization", "Bearer xoxb-test")
 	boundaries, _ := lim.recorded()
 	if len(boundaries) != 2 || boundaries[0] == boundaries[1] || !strings.HasSuffix(boundaries[1], "|users.list") {
 		t.Fatalf("boundaries %v; want one per method", boundaries)

@@ -37,7 +37,7 @@ func TestStripeShouldRetry(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(t, tt.first, reply{status: 200, body: `{"id":"ch_1"}`})
 			c := client(t, f, presets.Stripe(), nil, nil)
-			_, _, out := call(context.Background(), t, c, "POST", stripeCharges)
+			_, _, out := call(t.Context(), t, c, "POST", stripeCharges)
 			if out.Attempts != tt.attempts || !errors.Is(out.Reason, tt.reason) || out.Class != tt.class {
 				t.Fatalf("attempts %d, reason %v, class %v; want %d, %v, %v",
 					out.Attempts, out.Reason, out.Class, tt.attempts, tt.reason, tt.class)
@@ -49,7 +49,7 @@ func TestStripeShouldRetry(t *testing.T) {
 func TestStripeKeyIsHonouredAcrossAttempts(t *testing.T) {
 	f := newFake(t, reply{status: 500}, reply{status: 502}, reply{status: 200})
 	c := client(t, f, presets.Stripe(), nil, nil)
-	resp, _, out := call(context.Background(), t, c, "POST", stripeCharges)
+	resp, _, out := call(t.Context(), t, c, "POST", stripeCharges)
 	if resp.StatusCode != 200 || out.Attempts != 3 {
 		t.Fatalf("status %d after %d attempts; want 200 after 3 (Stripe's preset allows 3)", resp.StatusCode, out.Attempts)
 	}

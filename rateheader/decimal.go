@@ -47,3 +47,6 @@ func parseDecimal(s string, unit, max time.Duration) (time.Duration, bool) {
 	}
 	return d, true
 }
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isAlpha(c byte) bool { return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') }

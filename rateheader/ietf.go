@@ -3,6 +3,8 @@ package rateheader
 import (
 	"net/http"
 	"time"
+
+	"github.com/dunglas/httpsfv"
 )
 
 // ParseIETF reads the IETF rate-limit fields of h
@@ -37,10 +39,10 @@ func ParseIETF(h http.Header, now time.Time) []Quota {
 	policies := parsePolicies(h)
 	var qs []Quota
 	if field, ok := joinField(h.Values("RateLimit")); ok {
-		if items, ok := parseList(field); ok {
-			qs = appendServiceLimits(qs, items, policies, now)
-		} else if members, ok := parseDictionary(field); ok {
-			if q, ok := draft07(members, policies, now); ok {
+		if members, ok := parseList(field); ok {
+			qs = appendServiceLimits(qs, members, policies, now)
+		} else if d, ok := parseDictionary(field); ok {
+			if q, ok := draft07(d, policies, now); ok {
 				qs = append(qs, q)
 			}
 		}
@@ -68,55 +70,68 @@ func parsePolicies(h http.Header) []policy {
 	if !ok {
 		return nil
 	}
-	items, ok := parseList(field)
+	members, ok := parseList(field)
 	if !ok {
 		return nil
 	}
 	var ps []policy
-	for _, it := range items {
+	for _, m := range members {
+		it, ok := item(m)
+		if !ok {
+			continue
+		}
 		var p policy
-		switch it.kind {
-		case sfString, sfToken:
-			q, ok := it.param("q")
+		if n, ok := name(it.Value); ok {
+			q, ok := param(it, "q")
 			if !ok || !isCount(q) {
 				continue
 			}
-			p = policy{name: it.s, named: true, quota: q.i}
-		case sfInteger:
-			if !isCount(it.sfBare) {
-				continue
-			}
-			p = policy{quota: it.i}
-		default:
+			p = policy{name: n, named: true, quota: q.(int64)}
+		} else if isCount(it.Value) {
+			p = policy{quota: it.Value.(int64)}
+		} else {
 			continue
 		}
-		if w, ok := it.param("w"); ok && w.kind == sfInteger && w.i > 0 && w.i <= int64(MaxReset/time.Second) {
-			p.window = time.Duration(w.i) * time.Second
-		}
+		p.window = windowParam(it)
 		ps = append(ps, p)
 	}
 	return ps
 }
 
+// windowParam reads the w parameter of a policy: a positive Integer of
+// seconds, at most MaxReset; zero when absent or out of range.
+func windowParam(it httpsfv.Item) time.Duration {
+	w, ok := param(it, "w")
+	if i, isInt := w.(int64); ok && isInt && i > 0 && i <= int64(MaxReset/time.Second) {
+		return time.Duration(i) * time.Second
+	}
+	return 0
+}
+
 // appendServiceLimits appends a Quota for each valid service limit item of
 // a draft -08+ RateLimit field.
-func appendServiceLimits(qs []Quota, items []sfItem, policies []policy, now time.Time) []Quota {
-	for _, it := range items {
-		if it.kind != sfString && it.kind != sfToken {
+func appendServiceLimits(qs []Quota, members httpsfv.List, policies []policy, now time.Time) []Quota {
+	for _, m := range members {
+		it, ok := item(m)
+		if !ok {
 			continue
 		}
-		r, ok := it.param("r")
+		n, ok := name(it.Value)
+		if !ok {
+			continue
+		}
+		r, ok := param(it, "r")
 		if !ok || !isCount(r) {
 			continue
 		}
-		q := Quota{Policy: it.s, Remaining: r.i}
-		if t, ok := it.param("t"); ok {
+		q := Quota{Policy: n, Remaining: r.(int64)}
+		if t, ok := param(it, "t"); ok {
 			if q.Reset, ok = deltaSeconds(t, now); !ok {
 				continue
 			}
 		}
 		for _, p := range policies {
-			if p.named && p.name == it.s {
+			if p.named && p.name == n {
 				q.Limit, q.Window = p.quota, p.window
 			}
 		}
@@ -127,25 +142,27 @@ func appendServiceLimits(qs []Quota, items []sfItem, policies []policy, now time
 
 // draft07 reads the Dictionary form of RateLimit (draft -07 §3.1). The
 // remaining key is OPTIONAL there; without it there is no Quota.
-func draft07(members []sfMember, policies []policy, now time.Time) (Quota, bool) {
+func draft07(d *httpsfv.Dictionary, policies []policy, now time.Time) (Quota, bool) {
 	var (
 		q            Quota
 		hasRemaining bool
 	)
-	for _, m := range members {
-		switch m.key {
+	for _, key := range d.Names() {
+		m, _ := d.Get(key)
+		it, _ := item(m) // an Inner List has no Value, so no count
+		switch key {
 		case "remaining":
-			if !isCount(m.sfBare) {
+			if !isCount(it.Value) {
 				return Quota{}, false
 			}
-			q.Remaining, hasRemaining = m.i, true
+			q.Remaining, hasRemaining = it.Value.(int64), true
 		case "limit":
-			if isCount(m.sfBare) {
-				q.Limit = m.i
+			if isCount(it.Value) {
+				q.Limit = it.Value.(int64)
 			}
 		case "reset":
 			var ok bool
-			if q.Reset, ok = deltaSeconds(m.sfBare, now); !ok {
+			if q.Reset, ok = deltaSeconds(it.Value, now); !ok {
 				return Quota{}, false
 			}
 		}
@@ -165,21 +182,23 @@ func separateFields(h http.Header, policies []policy, now time.Time) (Quota, boo
 		return Quota{}, false
 	}
 	it, ok := parseItem(field)
-	if !ok || !isCount(it.sfBare) {
+	if !ok || !isCount(it.Value) {
 		return Quota{}, false
 	}
-	q := Quota{Remaining: it.i}
+	q := Quota{Remaining: it.Value.(int64)}
 	if field, ok := joinField(h.Values("RateLimit-Limit")); ok {
-		if items, ok := parseList(field); ok && len(items) > 0 && isCount(items[0].sfBare) {
-			q.Limit = items[0].i
-			if w, ok := items[0].param("w"); ok && w.kind == sfInteger && w.i > 0 && w.i <= int64(MaxReset/time.Second) {
-				q.Window = time.Duration(w.i) * time.Second
+		if members, ok := parseList(field); ok && len(members) > 0 {
+			if first, ok := item(members[0]); ok && isCount(first.Value) {
+				q.Limit = first.Value.(int64)
+				q.Window = windowParam(first)
 			}
 		}
 	}
 	if field, ok := joinField(h.Values("RateLimit-Reset")); ok {
-		if it, ok := parseItem(field); ok && it.kind == sfInteger {
-			q.Reset, _ = ResetAuto.parse(field, now)
+		if it, ok := parseItem(field); ok {
+			if _, isInt := it.Value.(int64); isInt {
+				q.Reset, _ = ResetAuto.parse(field, now)
+			}
 		}
 	}
 	if q.Window == 0 {
@@ -202,15 +221,17 @@ func windowOf(limit int64, policies []policy) time.Duration {
 
 // deltaSeconds reads a non-negative Integer of seconds from now, at most
 // MaxReset (the t parameter of §4.1.2, and reset of draft -07 §3.4).
-func deltaSeconds(b sfBare, now time.Time) (time.Time, bool) {
-	if b.kind != sfInteger || b.i < 0 || b.i > int64(MaxReset/time.Second) {
+func deltaSeconds(v any, now time.Time) (time.Time, bool) {
+	i, ok := v.(int64)
+	if !ok || i < 0 || i > int64(MaxReset/time.Second) {
 		return time.Time{}, false
 	}
-	return now.Add(time.Duration(b.i) * time.Second), true
+	return now.Add(time.Duration(i) * time.Second), true
 }
 
-// isCount reports whether b is a non-negative Integer, as quotas and
+// isCount reports whether v is a non-negative Integer, as quotas and
 // remaining counts must be (§3.1.1, §4.1.1).
-func isCount(b sfBare) bool {
-	return b.kind == sfInteger && b.i >= 0
+func isCount(v any) bool {
+	i, ok := v.(int64)
+	return ok && i >= 0
 }

@@ -4,6 +4,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/dunglas/httpsfv"
 )
 
 func TestParseList(t *testing.T) {
@@ -24,7 +27,7 @@ func TestParseList(t *testing.T) {
 		{`"esc\"aped\\"`, `string:esc"aped\`},
 		{`a:b/c*d`, `token:a:b/c*d`},
 		{"\"a\" ,\t\"b\"", `string:a|string:b`},
-		{`"a";r=1;r=2`, `string:a;r=1;r=2`},
+		{`"a";r=1;r=2`, `string:a;r=2`},
 		{``, ``},
 		{`"a",`, `FAIL`},
 		{`"a" "b"`, `FAIL`},
@@ -40,6 +43,8 @@ func TestParseList(t *testing.T) {
 		{`"a";R=1`, `FAIL`},
 		{`"a";r=`, `FAIL`},
 		{`:abc$:`, `FAIL`},
+		{`:=aGVsbG8=:`, `FAIL`},
+		{`:a=GVsbG8=:`, `FAIL`},
 		{`:abc`, `FAIL`},
 		{`?2`, `FAIL`},
 		{`@1.5`, `FAIL`},
@@ -68,7 +73,7 @@ func TestParseDictionary(t *testing.T) {
 		want string
 	}{
 		{`limit=100, remaining=50, reset=30`, `limit=int:100|remaining=int:50|reset=int:30`},
-		{`a, b;x=1`, `a=bool|b=bool;x=1`},
+		{`a, b;x=1`, `a=bool:true|b=bool:true;x=1`},
 		{`a=1, a=2`, `a=int:2`},
 		{`a=(1 2)`, `a=inner`},
 		{`"default";r=50`, `FAIL`},
@@ -77,16 +82,13 @@ func TestParseDictionary(t *testing.T) {
 		{`a=`, `FAIL`},
 	}
 	for _, tt := range tests {
-		members, ok := parseDictionary(tt.in)
+		d, ok := parseDictionary(tt.in)
 		got := "FAIL"
 		if ok {
-			parts := make([]string, len(members))
-			for i, m := range members {
-				d := describeItems([]sfItem{m.sfItem})
-				if m.kind == sfBoolean && m.b {
-					d = "bool" + strings.TrimPrefix(d, "bool:true")
-				}
-				parts[i] = m.key + "=" + d
+			parts := make([]string, 0, len(d.Names()))
+			for _, k := range d.Names() {
+				m, _ := d.Get(k)
+				parts = append(parts, k+"="+describeItems(httpsfv.List{m}))
 			}
 			got = strings.Join(parts, "|")
 		}
@@ -107,7 +109,7 @@ func TestParseItem(t *testing.T) {
 		it, ok := parseItem(in)
 		got := "FAIL"
 		if ok {
-			got = describeItems([]sfItem{it})
+			got = describeItems(httpsfv.List{it})
 		}
 		if got != want {
 			t.Errorf("parseItem(%q) = %s; want %s", in, got, want)
@@ -124,42 +126,43 @@ func TestJoinFieldBoundsTheLength(t *testing.T) {
 	}
 }
 
-// describeItems renders items compactly for table comparisons.
-func describeItems(items []sfItem) string {
-	parts := make([]string, len(items))
-	for i, it := range items {
-		s := describeBare(it.sfBare)
-		for _, p := range it.params {
-			s += ";" + p.key + "=" + strings.TrimPrefix(strings.TrimPrefix(describeBare(p.val), "int:"), "bool:")
+// describeItems renders members compactly for table comparisons.
+func describeItems(members httpsfv.List) string {
+	parts := make([]string, len(members))
+	for i, m := range members {
+		var params *httpsfv.Params
+		switch m := m.(type) {
+		case httpsfv.Item:
+			parts[i], params = describeBare(m.Value), m.Params
+		case httpsfv.InnerList:
+			parts[i], params = "inner", m.Params
 		}
-		parts[i] = s
+		for _, k := range params.Names() {
+			v, _ := params.Get(k)
+			parts[i] += ";" + k + "=" + strings.TrimPrefix(strings.TrimPrefix(describeBare(v), "int:"), "bool:")
+		}
 	}
 	return strings.Join(parts, "|")
 }
 
-func describeBare(b sfBare) string {
-	switch b.kind {
-	case sfInteger:
-		return "int:" + strconv.FormatInt(b.i, 10)
-	case sfDecimal:
-		return "decimal:" + b.s
-	case sfString:
-		return "string:" + b.s
-	case sfToken:
-		return "token:" + b.s
-	case sfBytes:
+func describeBare(v any) string {
+	switch v := v.(type) {
+	case int64:
+		return "int:" + strconv.FormatInt(v, 10)
+	case float64:
+		return "decimal:" + strconv.FormatFloat(v, 'f', -1, 64)
+	case string:
+		return "string:" + v
+	case httpsfv.Token:
+		return "token:" + string(v)
+	case []byte:
 		return "bytes"
-	case sfBoolean:
-		if b.b {
-			return "bool:true"
-		}
-		return "bool:false"
-	case sfDate:
+	case bool:
+		return "bool:" + strconv.FormatBool(v)
+	case time.Time:
 		return "date"
-	case sfDisplay:
+	case httpsfv.DisplayString:
 		return "display"
-	case sfInnerList:
-		return "inner"
 	}
 	return "?"
 }

@@ -227,7 +227,7 @@ func startFleetProc(t *testing.T, id string, env []string) *fleetProc {
 	return p
 }
 
-// TestFleet is the proof of issue 15: payment jobs worked by two worker
+// TestFleet pins the fleet guarantee: payment jobs worked by two worker
 // processes against a provider that answers 429 bursts with Retry-After,
 // 503s and lost responses, with the River leader SIGKILLed mid-run. Every
 // job must end completed or cancelled with a reason, with no duplicate

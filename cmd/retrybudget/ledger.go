@@ -22,7 +22,7 @@ func ledgerCmd(args []string, stdout, stderr io.Writer) int {
 // key prefix defaulting to ledger.DefaultPrefix.
 func openRedis(ctx context.Context, raw string) (ledger.Store, func(), error) {
 	if strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://") {
-		return nil, nil, fmt.Errorf("a PostgreSQL ledger is served by retrybudget-pg: cd ledger/pgledger && go run ./cmd/retrybudget-pg ledger ...")
+		return nil, nil, fmt.Errorf("a PostgreSQL ledger is served by retrybudget-pg (cd ledger/pgledger && go run ./cmd/retrybudget-pg ledger)")
 	}
 	raw, prefix, err := ledgercli.TakeParam(raw, "prefix")
 	if err != nil {

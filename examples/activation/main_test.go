@@ -11,10 +11,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// TestRedisFlagTakesURLs pins issue 16 finding 9: -redis took only
-// host:port, so a Redis with a password or TLS could not be used. It takes
-// redis:// and rediss:// URLs, and the startup log never shows the
-// password.
+// TestRedisFlagTakesURLs pins that -redis takes redis:// and rediss://
+// URLs, not only host:port, so a Redis with a password or TLS can be used,
+// and that the startup log never shows the password.
 func TestRedisFlagTakesURLs(t *testing.T) {
 	o, err := redisOptions("rediss://user:s3cret@redis.internal:6380/2")
 	if err != nil || o.Addr != "redis.internal:6380" || o.Username != "user" || o.Password != "s3cret" || o.DB != 2 || o.TLSConfig == nil {

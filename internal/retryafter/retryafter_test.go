@@ -46,10 +46,10 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// TestRetryAfterFarFutureDateRefused pins issue 16 finding 6: the century
-// bound applied to delta-seconds only, so "Fri, 31 Dec 9999 23:59:59 GMT"
-// became Outcome.RetryAt and a job queue rescheduling there parked the job
-// for ever. Dates get the same bound, at the same place.
+// TestRetryAfterFarFutureDateRefused pins that an HTTP-date gets the same
+// century bound as delta-seconds, at the same place: unbounded, "Fri, 31
+// Dec 9999 23:59:59 GMT" becomes Outcome.RetryAt and a job queue
+// rescheduling there parks the job for ever.
 func TestRetryAfterFarFutureDateRefused(t *testing.T) {
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	edge := now.Add(Max).Truncate(time.Second)

@@ -14,8 +14,8 @@ import (
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
-// TestTwoInstancesOnRedis pins issue 13's finding that a replayed Location
-// answered 404 on another instance: with the ledger and the activations in
+// TestTwoInstancesOnRedis pins that a replayed Location answers on every
+// instance, not 404 on all but the one that made it: with the ledger and the activations in
 // one Redis, instance B replays A's activation and answers its Location,
 // the admin endpoint shows both records completed, and the one
 // destination counts one sync.
