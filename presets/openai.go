@@ -20,7 +20,9 @@ import (
 //
 //   - retry-after-ms, when valid, sets RetryAt and is preferred over
 //     Retry-After, which is read otherwise (decimal seconds accepted), as
-//     the SDKs do.
+//     the SDKs do. A 503 that names a time in either header is "come back
+//     later": not applied, so even an unkeyed POST is retried at that
+//     time; a 503 that names none may have been applied (DefaultClassifier).
 //   - x-should-retry: true is HintRetry, false is HintNoRetry: the server's
 //     word on whether a failed request is worth repeating overrides the
 //     status, as in the SDKs.
@@ -85,10 +87,20 @@ func (openAIClassifier) Classify(a *retrybudget.AttemptResult) retrybudget.Class
 	if resp == nil || cls.Class == retrybudget.ClassSuccess {
 		return cls
 	}
+	named := true
 	if at, ok := rateheader.ParseRetryAfterMs(resp.Header, a.Now); ok {
 		cls.RetryAt = at
 	} else if at, ok := rateheader.ParseRetryAfter(resp.Header, a.Now); ok {
 		cls.RetryAt = at
+	} else {
+		named = false
+	}
+	if named && resp.StatusCode == http.StatusServiceUnavailable {
+		// DefaultClassifier's rule, over the times this preset reads: a
+		// 503 that says when to come back is the provider refusing the
+		// request (RFC 9110 §15.6.4), not a gateway answering after the
+		// upstream may have applied it.
+		cls.MaybeApplied = false
 	}
 	cls.Hint = boolHint(resp.Header.Get("X-Should-Retry"))
 	if cls.Hint == retrybudget.HintNone && resp.StatusCode == http.StatusTooManyRequests && billingStop(resp) {

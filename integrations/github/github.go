@@ -1,0 +1,33 @@
+// Package github builds a go-github (github.com/google/go-github/v84)
+// client on a retrybudget Transport. go-github makes no retries of its own
+// (it returns RateLimitError and AbuseRateLimitError), so the Transport
+// alone decides what is repeated. It is a module of its own, so a program
+// that uses it compiles go-github and no other SDK. Beside go-github,
+// import it under a name of your own:
+//
+//	import rbgithub "github.com/retrybudget/retrybudget/integrations/github"
+//
+//	tr := retrybudget.New(retrybudget.Config{Routes: []retrybudget.Route{presets.GitHub()}})
+//	c, err := rbgithub.NewClient(token, "https://api.github.com/", tr)
+package github
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/go-github/v84/github"
+)
+
+// NewClient returns a go-github client for token that sends through rt to
+// baseURL ("https://api.github.com/" in production).
+func NewClient(token, baseURL string, rt http.RoundTripper) (*github.Client, error) {
+	u, err := url.Parse(strings.TrimSuffix(baseURL, "/") + "/")
+	if err != nil {
+		return nil, fmt.Errorf("integrations/github: base URL: %w", err)
+	}
+	c := github.NewClient(&http.Client{Transport: rt}).WithAuthToken(token)
+	c.BaseURL = u
+	return c, nil
+}
