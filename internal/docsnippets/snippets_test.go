@@ -52,6 +52,7 @@ var knownImports = map[string]string{
 	"riverjobs":    module + "/riverjobs",
 	"integrations": module + "/integrations",
 	"fakes":        module + "/integrations/fakes",
+	"rbstripe":     module + "/integrations/stripe",
 	"redis":        "github.com/redis/go-redis/v9",
 	"pgx":          "github.com/jackc/pgx/v5",
 	"pgxpool":      "github.com/jackc/pgx/v5/pgxpool",
