@@ -112,9 +112,14 @@ func (g *giveUps) put(ids []string, e *giveUp, now time.Time) {
 // fingerprint when an SDK numbers its sends. lookup is the ids to look the
 // call itself up by: the key, and the fingerprint only when the call is a
 // numbered re-send (a first send of an identical request is a new call).
+//
+// Every id is scoped by the call's Action: two actions may send identical
+// requests (the same body to the same URL), and one action's re-send must
+// never be answered with another's give-up.
 func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
+	scope := c.actionScope()
 	if k := headerValue(c.req.Header, c.t.cfg.KeyHeader); k != "" {
-		ids = append(ids, "key\x00"+k)
+		ids = append(ids, scope+"key\x00"+k)
 	}
 	n, ok := retryCount(c.req.Header)
 	lookup = ids
@@ -126,11 +131,31 @@ func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
 		return ids, lookup, n > 0
 	}
 	fp := ledger.Fingerprint(c.req.Method, c.req.URL, c.req.Header, []string{"Authorization"}, body)
-	ids = append(ids, "fp\x00"+fp)
+	ids = append(ids, scope+"fp\x00"+fp)
 	if n > 0 {
 		lookup = ids
 	}
 	return ids, lookup, n > 0
+}
+
+// actionScope returns the prefix that keeps the give-up ids of the call's
+// Action apart from every other's: the Action's tenant, operation and key,
+// each length-prefixed, so that ("a|b", "c") and ("a", "b|c") differ; empty
+// for a call without an Action.
+func (c *call) actionScope() string {
+	a, ok := ActionFrom(c.req.Context())
+	if !ok || c.t.noAction {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("act")
+	for _, s := range [...]string{a.Tenant, a.Operation, a.Key} {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	b.WriteByte(0)
+	return b.String()
 }
 
 // resendCheck is what repeat found about a call that may be an SDK's
