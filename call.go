@@ -265,8 +265,10 @@ func (c *call) record(cls Classification, resp *http.Response, resent bool) {
 	c.out.MaybeApplied = c.out.MaybeApplied || resent || cls.mayHaveApplied()
 }
 
-// replay answers with the stored outcome o of a completed action.
+// replay answers with the stored outcome o of a completed action. Nothing
+// is sent, so the caller's body is closed here, as RoundTrip must.
 func (c *call) replay(o *ledger.Outcome) *http.Response {
+	c.body.close()
 	resp := replayResponse(c.req, o)
 	c.out.Replayed, c.out.BodyOmitted = true, o.BodyOmitted
 	c.out.Class, c.out.StatusCode = ClassifyStatus(o.Status), o.Status
