@@ -111,18 +111,18 @@ func (g *giveUps) put(ids []string, scope string, e *giveUp, now time.Time) bool
 			g.drop(m)
 		}
 	}
+	if s := g.scopes[scope]; s != nil && s.n >= cmp.Or(g.scopeLimit, maxScopeGiveUps) && !g.makeRoom(&s.spare, &s.kept, now) {
+		return false
+	}
+	if g.order.Len() >= cmp.Or(g.limit, maxGiveUps) && !g.makeRoom(&g.spare, nil, now) {
+		return false
+	}
+	// Looked up only now: making room may have emptied, and so dropped,
+	// the scope.
 	s := g.scopes[scope]
 	if s == nil {
 		s = &giveUpScope{}
 		g.scopes[scope] = s
-	}
-	if s.n >= cmp.Or(g.scopeLimit, maxScopeGiveUps) && !g.makeRoom(&s.spare, &s.kept, now) {
-		g.dropScopeIfEmpty(scope, s)
-		return false
-	}
-	if g.order.Len() >= cmp.Or(g.limit, maxGiveUps) && !g.makeRoom(&g.spare, nil, now) {
-		g.dropScopeIfEmpty(scope, s)
-		return false
 	}
 	m := &memo{g: e, ids: ids, scope: scope}
 	m.inOrder = g.order.PushBack(m)
@@ -188,14 +188,8 @@ func (g *giveUps) drop(m *memo) {
 	} else {
 		s.kept.Remove(m.inScope)
 	}
-	s.n--
-	g.dropScopeIfEmpty(m.scope, s)
-}
-
-// dropScopeIfEmpty forgets an empty scope, so that scopes are bounded by
-// the memos. It requires that g.mu is held.
-func (g *giveUps) dropScopeIfEmpty(name string, s *giveUpScope) {
-	if s.n == 0 {
-		delete(g.scopes, name)
+	// An empty scope is forgotten, so that scopes are bounded by memos.
+	if s.n--; s.n == 0 {
+		delete(g.scopes, m.scope)
 	}
 }

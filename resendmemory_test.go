@@ -177,3 +177,33 @@ func TestGiveUpMemoryNeverEvictsALiveUncertainGiveUp(t *testing.T) {
 		}
 	}
 }
+
+// Making room may empty the newcomer's own scope: the memory's counts stay
+// true to what it holds.
+func TestGiveUpMemoryCountsStayTrueWhenRoomEmptiesAScope(t *testing.T) {
+	now := time.Now()
+	spare := func() *giveUp { return &giveUp{until: now.Add(resendWindow)} }
+	g := &giveUps{limit: 2, scopeLimit: 1}
+	check := func(step string) {
+		t.Helper()
+		n := 0
+		for name, s := range g.scopes {
+			if s.n <= 0 || s.n != s.spare.Len()+s.kept.Len() {
+				t.Fatalf("%s: scope %q counts %d, holds %d", step, name, s.n, s.spare.Len()+s.kept.Len())
+			}
+			n += s.n
+		}
+		if n != g.order.Len() || len(g.ids) != g.order.Len() {
+			t.Fatalf("%s: scopes count %d, memory holds %d under %d ids", step, n, g.order.Len(), len(g.ids))
+		}
+	}
+	for i, p := range []struct{ id, scope string }{{"a1", "a"}, {"a2", "a"}, {"b1", "b"}, {"c1", "c"}, {"a3", "a"}, {"a4", "a"}} {
+		if !g.put([]string{p.id}, p.scope, spare(), now) {
+			t.Fatalf("put %d (%s) refused", i, p.id)
+		}
+		check(p.id)
+		if g.get([]string{p.id}, now) == nil {
+			t.Fatalf("%s not remembered", p.id)
+		}
+	}
+}
