@@ -105,6 +105,9 @@ func (p *peekedBody) fill(n int64) {
 }
 
 func (p *peekedBody) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
 	for {
 		p.mu.Lock()
 		if p.off < len(p.buf) {
