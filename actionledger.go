@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"strconv"
@@ -286,7 +287,8 @@ const settleWait = time.Second
 // action and will be replayed; anything else fails it, as uncertain when an
 // attempt may have been applied. To store the body, it is read ahead (up to
 // MaxBodyBuffer) while settle waits at most settleWait; the caller still
-// gets the whole body.
+// gets the whole body, each byte as it arrives. An event stream is
+// recorded without its body, at once.
 func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Response) {
 	if g.token == 0 {
 		return
@@ -315,8 +317,10 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 		return
 	}
 	o := ledger.Outcome{Status: resp.StatusCode, Header: resp.Header, BodyOmitted: true, BodyLen: -1}
-	// An upgraded connection is a stream, not a body to store.
-	if resp.StatusCode != http.StatusSwitchingProtocols {
+	// An upgraded connection or an event stream is a stream, not a body to
+	// store: settling does not wait for it, and the caller reads it as it
+	// arrives.
+	if resp.StatusCode != http.StatusSwitchingProtocols && !isEventStream(resp.Header) {
 		wait := settleWait
 		if dl, ok := ctx.Deadline(); ok {
 			wait = min(wait, time.Until(dl))
@@ -332,6 +336,14 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	if err := store.Complete(ctx, g.key, g.token, o); err != nil {
 		g.failed("complete", err)
 	}
+}
+
+// isEventStream reports a response of server-sent events (the WHATWG
+// HTML standard's text/event-stream), which stays open as long as the
+// server has events to send.
+func isEventStream(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(headerValue(h, "Content-Type"))
+	return mt == "text/event-stream"
 }
 
 // storeTimeout bounds one store call of the ledger gate, as the inbound

@@ -47,6 +47,12 @@ func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.D
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return admission{stop: ctxErr, cause: err, waited: waited}
 			}
+			if errors.Is(err, limiter.ErrUnavailable) {
+				// An outage is ErrLimiter whatever the store's error:
+				// a Redis timeout unwraps to context.DeadlineExceeded,
+				// and must not read as a rate limit below.
+				return admission{stop: ErrLimiter, cause: err, waited: waited}
+			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				// The limiter's own wait (a fair queue's) did not fit the
 				// deadline or MaxWait.

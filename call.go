@@ -102,8 +102,13 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	// was written; only a trace tells that the first write happened when
 	// the re-send then fails to dial. A ledger call needs the fact too.
 	traced := !idempotent || ledgered || keyed
-	repeatable := idempotent || src == keyCaller || (src == keyAction && !t.cfg.OmitKey) ||
-		(src == keyGenerated && t.cfg.KeysHonoured && !t.cfg.OmitKey)
+	// A key makes a request repeatable only where the provider honours it.
+	// Under OmitKey the provider documents no key, so a key the caller or
+	// an SDK put in the header is presumed ignored unless KeysHonoured says
+	// otherwise: repeating a Twilio POST under a key Twilio never reads
+	// would send the message again.
+	repeatable := idempotent || (src == keyCaller && (!t.cfg.OmitKey || t.cfg.KeysHonoured)) ||
+		(src == keyAction && !t.cfg.OmitKey) || (src == keyGenerated && t.cfg.KeysHonoured && !t.cfg.OmitKey)
 	var deadline time.Time
 	if dl, ok := req.Context().Deadline(); ok {
 		deadline = dl
@@ -265,8 +270,10 @@ func (c *call) record(cls Classification, resp *http.Response, resent bool) {
 	c.out.MaybeApplied = c.out.MaybeApplied || resent || cls.mayHaveApplied()
 }
 
-// replay answers with the stored outcome o of a completed action.
+// replay answers with the stored outcome o of a completed action. Nothing
+// is sent, so the caller's body is closed here, as RoundTrip must.
 func (c *call) replay(o *ledger.Outcome) *http.Response {
+	c.body.close()
 	resp := replayResponse(c.req, o)
 	c.out.Replayed, c.out.BodyOmitted = true, o.BodyOmitted
 	c.out.Class, c.out.StatusCode = ClassifyStatus(o.Status), o.Status

@@ -34,13 +34,16 @@ type Config struct {
 	// KeysHonoured declares that the provider deduplicates requests by
 	// KeyHeader, so a request with a generated key is safe to repeat even
 	// when it may have been applied. False (the default) retries a
-	// generated-key request only when it cannot have been applied; a
-	// caller-set key or an Action always counts as honoured.
+	// generated-key request only when it cannot have been applied. An
+	// Action's key counts as honoured unless OmitKey is set; a caller-set
+	// key too, and under OmitKey only when KeysHonoured is true.
 	KeysHonoured bool
 	// OmitKey sends no key header of the Transport's own, for providers
 	// that document none: no generated key, and an Action's key only in
-	// place of a key the caller or an SDK already put in the header. An
-	// Action then no longer asserts that the provider honours its key.
+	// place of a key the caller or an SDK already put in the header. The
+	// provider is then presumed to ignore keys: neither an Action nor a
+	// key the caller or an SDK set makes a request repeatable, unless
+	// KeysHonoured declares that this provider honours the caller's.
 	// False (the default) sends a key with every call that has one.
 	OmitKey bool
 	// KeyRetention is how long the provider keeps a key once the action

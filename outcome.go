@@ -46,6 +46,12 @@ type Outcome struct {
 	// already given up on, answered at once from that give-up without
 	// sending: the other fields are the give-up's.
 	Repeated bool
+	// NotRemembered reports a give-up the Transport could not keep to
+	// answer an SDK's re-send of the call: the memory of its tenant (or,
+	// without one, its destination) was full of give-ups that may have
+	// been applied, which are never evicted. An SDK's re-send of this call
+	// is sent like a new one.
+	NotRemembered bool
 	// Reason is nil on success, else why the Transport stopped: one of the
 	// Err* sentinels of this package, or the context's error.
 	Reason error

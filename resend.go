@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/retrybudget/retrybudget/internal/readahead"
@@ -26,9 +25,6 @@ import (
 // SDK's sleep between two sends (stripe-go at most 5s, openai-go 8s),
 // short enough that a job re-run by its queue later is a new call.
 const resendWindow = 30 * time.Second
-
-// maxGiveUps bounds the give-ups a Transport remembers.
-const maxGiveUps = 10_000
 
 // resendBodyLimit and resendBodyWait bound the response body kept to answer
 // re-sends with; a larger or slower one is answered with an empty body.
@@ -58,63 +54,19 @@ func retryCountValue(h http.Header) string {
 	return ""
 }
 
-// giveUps remembers recent give-ups by the ids of their calls.
-type giveUps struct {
-	mu sync.Mutex // guards m
-	m  map[string]*giveUp
-}
-
-// giveUp is what a re-send is answered with.
-type giveUp struct {
-	out   Outcome
-	cause error
-	// status, header and body are the response given up on; status is 0
-	// when the give-up returned an error.
-	status int
-	header http.Header
-	body   []byte
-	until  time.Time
-}
-
-// get returns the live give-up of any of ids.
-func (g *giveUps) get(ids []string, now time.Time) *giveUp {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, id := range ids {
-		if e := g.m[id]; e != nil && now.Before(e.until) {
-			return e
-		}
-	}
-	return nil
-}
-
-// put remembers e under ids.
-func (g *giveUps) put(ids []string, e *giveUp, now time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.m == nil {
-		g.m = map[string]*giveUp{}
-	}
-	if len(g.m) >= maxGiveUps {
-		for id, old := range g.m {
-			if !now.Before(old.until) || len(g.m) >= maxGiveUps {
-				delete(g.m, id)
-			}
-		}
-	}
-	for _, id := range ids {
-		g.m[id] = e
-	}
-}
-
 // resendIDs returns the ids under which the call's give-up answers an
 // SDK's re-sends: the key the caller or SDK put in the key header, and the
 // fingerprint when an SDK numbers its sends. lookup is the ids to look the
 // call itself up by: the key, and the fingerprint only when the call is a
 // numbered re-send (a first send of an identical request is a new call).
+//
+// Every id is scoped by the call's Action: two actions may send identical
+// requests (the same body to the same URL), and one action's re-send must
+// never be answered with another's give-up.
 func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
+	scope := c.actionScope()
 	if k := headerValue(c.req.Header, c.t.cfg.KeyHeader); k != "" {
-		ids = append(ids, "key\x00"+k)
+		ids = append(ids, scope+"key\x00"+k)
 	}
 	n, ok := retryCount(c.req.Header)
 	lookup = ids
@@ -126,11 +78,31 @@ func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
 		return ids, lookup, n > 0
 	}
 	fp := ledger.Fingerprint(c.req.Method, c.req.URL, c.req.Header, []string{"Authorization"}, body)
-	ids = append(ids, "fp\x00"+fp)
+	ids = append(ids, scope+"fp\x00"+fp)
 	if n > 0 {
 		lookup = ids
 	}
 	return ids, lookup, n > 0
+}
+
+// actionScope returns the prefix that keeps the give-up ids of the call's
+// Action apart from every other's: the Action's tenant, operation and key,
+// each length-prefixed, so that ("a|b", "c") and ("a", "b|c") differ; empty
+// for a call without an Action.
+func (c *call) actionScope() string {
+	a, ok := ActionFrom(c.req.Context())
+	if !ok || c.t.noAction {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("act")
+	for _, s := range [...]string{a.Tenant, a.Operation, a.Key} {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	b.WriteByte(0)
+	return b.String()
 }
 
 // resendCheck is what repeat found about a call that may be an SDK's
@@ -213,7 +185,10 @@ func (c *call) remember(resp *http.Response, cause error) {
 		// call is new work, not a re-send to answer from the give-up.
 		until = at
 	}
-	g := &giveUp{out: c.out, cause: cause, until: until}
+	// An outcome that may have been applied and must not be repeated is
+	// kept until it expires: losing it would let a re-send through.
+	kept := c.out.MaybeApplied && !c.repeatable || c.out.Reason == ErrUncertain
+	g := &giveUp{out: c.out, cause: cause, until: until, kept: kept}
 	// A generated key is a slice of its batch (see keyMint): a give-up
 	// kept for the window keeps a copy of its own.
 	g.out.Key = strings.Clone(g.out.Key)
@@ -221,5 +196,16 @@ func (c *call) remember(resp *http.Response, cause error) {
 		g.status, g.header = resp.StatusCode, resp.Header.Clone()
 		g.body, _ = readahead.Read(resp, resendBodyLimit, resendBodyWait)
 	}
-	c.t.gaveUp.put(ids, g, now)
+	if !c.t.gaveUp.put(ids, c.memoryScope(), g, now) {
+		c.out.NotRemembered = true
+	}
+}
+
+// memoryScope names the share of the give-up memory the call's give-ups
+// count against: its Action's tenant, else its destination.
+func (c *call) memoryScope() string {
+	if a, ok := ActionFrom(c.req.Context()); ok && !c.t.noAction && a.Tenant != "" {
+		return "tenant\x00" + a.Tenant
+	}
+	return "dest\x00" + c.dest
 }

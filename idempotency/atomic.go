@@ -44,13 +44,17 @@ func (g *guard) beginAtomic(w http.ResponseWriter, r *http.Request, k ledger.Key
 // otherwise completes the record and commits. It reports whether the
 // handler's response may be delivered: false when the commit failed or
 // its answer was lost, since the client must then retry to learn what
-// happened. Either way the effect and the record went together, so the
-// action is recorded failed (a no-op, refused by the fence, when the
-// commit did apply): its retry replays the stored response or runs again.
-func (g *guard) settleAtomic(ctx context.Context, k ledger.Key, token int64, atx ledger.AtomicTx, o ledger.Outcome) bool {
+// happened. Either way the transaction's effects and the record went
+// together, so the action is recorded failed (a no-op, refused by the
+// fence, when the commit did apply): its retry replays the stored
+// response or runs again. An effect the handler marked (effect, from
+// MarkEffect) happened outside the transaction and was not rolled back
+// with it: the action is then recorded uncertain instead, as without
+// Atomic, and is not run again.
+func (g *guard) settleAtomic(ctx context.Context, k ledger.Key, token int64, atx ledger.AtomicTx, o ledger.Outcome, effect bool) bool {
 	if failed(o.Status) {
 		g.rollback(ctx, k, atx)
-		g.fail(ctx, k, token, false, fmt.Sprintf("handler answered %d", o.Status))
+		g.fail(ctx, k, token, effect, fmt.Sprintf("handler answered %d", o.Status))
 		return true
 	}
 	err := atx.Complete(ctx, o)
@@ -58,7 +62,8 @@ func (g *guard) settleAtomic(ctx context.Context, k ledger.Key, token int64, atx
 		return true
 	}
 	g.log(ctx, "complete", k, err)
-	if err := g.s.Store.Fail(ctx, k, token, ledger.Failure{Reason: "the completing transaction did not commit"}); err != nil && !errors.Is(err, ledger.ErrNotOwner) {
+	f := ledger.Failure{EffectPossible: effect, Reason: "the completing transaction did not commit"}
+	if err := g.s.Store.Fail(ctx, k, token, f); err != nil && !errors.Is(err, ledger.ErrNotOwner) {
 		g.log(ctx, "fail", k, err)
 	}
 	return false

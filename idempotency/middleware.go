@@ -235,12 +235,11 @@ func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token 
 		wctx, cancel := context.WithTimeout(sctx, reserveTimeout)
 		defer cancel()
 		if atx != nil {
-			// Every effect was in the transaction: none remains.
+			// The transaction's effects go with it; one the handler
+			// marked happened outside it and remains.
 			g.rollback(wctx, k, atx)
-			g.fail(wctx, k, token, false, "handler panicked")
-		} else {
-			g.fail(wctx, k, token, in.effect.Load(), "handler panicked")
 		}
+		g.fail(wctx, k, token, in.effect.Load(), "handler panicked")
 		if p != nil {
 			panic(p)
 		}
@@ -254,7 +253,7 @@ func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token 
 	defer cancel()
 	o := c.outcome()
 	if atx != nil {
-		if !g.settleAtomic(wctx, k, token, atx, o) && !c.streaming {
+		if !g.settleAtomic(wctx, k, token, atx, o, in.effect.Load()) && !c.streaming {
 			unavailable().write(w)
 			return
 		}

@@ -5,9 +5,9 @@
 package readahead
 
 import (
-	"bytes"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -16,6 +16,8 @@ import (
 // still gives the caller every byte, unread. A goroutine reads while
 // Read waits at most wait, so a body that trickles or stalls does not
 // hold the call; the goroutine ends when the body is read or closed.
+// The caller is served the bytes read ahead as they arrive, so a stream
+// (server-sent events, a long poll) reads as promptly as without Read.
 //
 // It reports the whole body and true when the body was complete within
 // limit bytes and wait; otherwise nil and false (the caller still gets the
@@ -24,7 +26,7 @@ func Read(resp *http.Response, limit int64, wait time.Duration) ([]byte, bool) {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return nil, true
 	}
-	pb := &peekedBody{orig: resp.Body, done: make(chan struct{})}
+	pb := &peekedBody{orig: resp.Body, done: make(chan struct{}), more: make(chan struct{})}
 	go pb.fill(limit + 1)
 	resp.Body = pb
 	timer := time.NewTimer(wait)
@@ -32,6 +34,11 @@ func Read(resp *http.Response, limit int64, wait time.Duration) ([]byte, bool) {
 	select {
 	case <-pb.done:
 	case <-timer.C:
+		// Nobody wants the bytes any more: the read-ahead stops after
+		// its current read, and the caller reads on from the body.
+		pb.mu.Lock()
+		pb.abandoned = true
+		pb.mu.Unlock()
 		return nil, false
 	}
 	if pb.err != nil || int64(len(pb.buf)) > limit {
@@ -40,45 +47,93 @@ func Read(resp *http.Response, limit int64, wait time.Duration) ([]byte, bool) {
 	return pb.buf, true
 }
 
+// chunk is the most the read-ahead asks of the body at once.
+const chunk = 32 << 10
+
 // peekedBody is a response body whose first bytes are read ahead by a
-// goroutine. Read waits for the read-ahead, then serves its bytes and the
-// rest; Close closes the original, which ends the read-ahead, and waits
-// for it, so no goroutine outlives the body.
+// goroutine. Read serves the bytes read ahead as they arrive, then, once
+// the read-ahead has ended, its error or the rest of the body; so the
+// original is read by one goroutine at a time. Close closes the original,
+// which ends the read-ahead, and waits for it, so no goroutine outlives
+// the body.
 type peekedBody struct {
 	orig io.ReadCloser
-	done chan struct{} // closed when buf and err are final
-	buf  []byte
-	err  error
-	r    io.Reader // set by the first Read, after done
+	done chan struct{} // closed when the read-ahead has ended
+
+	mu sync.Mutex // guards buf, err, ended, abandoned and more
+	// buf is what the read-ahead read; it is only ever appended to, so
+	// the slice Read returns stays valid.
+	buf []byte
+	err error // the read-ahead's error; nil at EOF or at its limit
+	// ended reports that buf and err are final.
+	ended bool
+	// abandoned tells the read-ahead to stop after its current read.
+	abandoned bool
+	// more is closed, and replaced, whenever buf grows or the read-ahead
+	// ends.
+	more chan struct{}
+
+	off int // the caller's position in buf; only Read touches it
 }
 
+// fill reads up to n bytes ahead, in chunks, publishing each as it
+// arrives.
 func (p *peekedBody) fill(n int64) {
 	defer close(p.done)
-	p.buf, p.err = io.ReadAll(io.LimitReader(p.orig, n))
+	tmp := make([]byte, min(n, chunk))
+	var total int64
+	for {
+		m, err := p.orig.Read(tmp[:min(int64(len(tmp)), n-total)])
+		total += int64(m)
+		eof := err == io.EOF
+		if eof {
+			err = nil
+		}
+		p.mu.Lock()
+		p.buf = append(p.buf, tmp[:m]...)
+		end := eof || err != nil || total >= n || p.abandoned
+		if end {
+			p.err, p.ended = err, true
+		}
+		close(p.more)
+		p.more = make(chan struct{})
+		p.mu.Unlock()
+		if end {
+			return
+		}
+	}
 }
 
 func (p *peekedBody) Read(b []byte) (int, error) {
-	<-p.done
-	if p.r == nil {
-		p.r = io.MultiReader(bytes.NewReader(p.buf), errReader{p.err}, p.orig)
+	if len(b) == 0 {
+		return 0, nil
 	}
-	return p.r.Read(b)
+	for {
+		p.mu.Lock()
+		if p.off < len(p.buf) {
+			n := copy(b, p.buf[p.off:])
+			p.off += n
+			p.mu.Unlock()
+			return n, nil
+		}
+		if p.ended {
+			err := p.err
+			p.mu.Unlock()
+			if err != nil {
+				// A read failure met while reading ahead reaches the
+				// caller at the same point of the stream.
+				return 0, err
+			}
+			return p.orig.Read(b)
+		}
+		more := p.more
+		p.mu.Unlock()
+		<-more
+	}
 }
 
 func (p *peekedBody) Close() error {
 	err := p.orig.Close()
 	<-p.done
 	return err
-}
-
-// errReader returns its error, if any, so that a read failure met while
-// reading ahead reaches the caller at the same point of the stream; a nil
-// error reads as an empty stream.
-type errReader struct{ err error }
-
-func (e errReader) Read([]byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	return 0, io.EOF
 }
