@@ -8,7 +8,7 @@ import (
 
 func TestKeyID(t *testing.T) {
 	a := Key{Tenant: "acme", Operation: "charge", Key: "sk_live_order-1"}
-	if a.ID() != a.ID() || len(a.ID()) != 64 {
+	if id := a.ID(); id != a.ID() || len(id) != 64 {
 		t.Fatalf("ID %q is not a stable hex SHA-256", a.ID())
 	}
 	if strings.Contains(a.ID(), "acme") || strings.Contains(a.ID(), "order") {

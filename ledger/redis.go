@@ -40,7 +40,7 @@ var (
 type RedisConfig struct {
 	Config
 	// WaitReplicas, when positive, makes Reserve (when it grants the
-	// action) and Complete wait until that many replicas acknowledge the
+	// action), MarkSending and Complete wait until that many replicas acknowledge the
 	// write (Redis WAIT, on the connection that wrote), and fail with
 	// ErrNotReplicated when they do not within WaitTimeout. A reservation
 	// that was not acknowledged is given up as failed (no effect), so the
@@ -293,9 +293,20 @@ func (r *Redis) Fail(ctx context.Context, k Key, token int64, f Failure) error {
 	return r.fenced(ctx, r.fail, "fail", k, token, st.String(), f.Reason)
 }
 
-// MarkSending implements Store.
+// MarkSending implements Store. With RedisConfig.WaitReplicas it waits for
+// the replicas like Reserve and Complete, and fails with ErrNotReplicated
+// when they do not acknowledge the mark: a failover would then promote a
+// replica holding the grant without the mark, where the action reads as
+// never sent and is taken over to be sent again, so the caller must not
+// send.
 func (r *Redis) MarkSending(ctx context.Context, k Key, token int64) error {
-	return r.fenced(ctx, r.mark, "mark sending", k, token)
+	_, err := roundTrip(r, ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, r.replicated(ctx, func(c redis.Scripter) (bool, error) {
+			err := r.fencedOn(ctx, c, r.mark, "mark sending", k, token)
+			return err == nil, err
+		})
+	})
+	return err
 }
 
 // Get implements Store.

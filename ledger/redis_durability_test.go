@@ -62,7 +62,7 @@ func TestRedisWaitSurvivesPromotion(t *testing.T) {
 		t.Fatal(err)
 	}
 	primary.Kill()
-	if err := rc.SlaveOf(t.Context(), "NO", "ONE").Err(); err != nil {
+	if err := rc.ReplicaOf(t.Context(), "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}
 	promoted := mustRedis(t, rc, RedisConfig{})
