@@ -43,8 +43,12 @@ type RedisConfig struct {
 	// action), MarkSending and Complete wait until that many replicas acknowledge the
 	// write (Redis WAIT, on the connection that wrote), and fail with
 	// ErrNotReplicated when they do not within WaitTimeout. A reservation
-	// that was not acknowledged is given up as failed (no effect), so the
-	// action runs again later rather than sitting in progress. It narrows
+	// that was not acknowledged is given up at once rather than left in
+	// progress: a grant to send for the first time or after a failure
+	// without effect (VerdictCreated, VerdictRetry) as failed (no effect),
+	// so the action runs again later; a takeover of an action that may
+	// have been sent (VerdictReconcile, VerdictResend) as uncertain, so
+	// Sweep lists it and the next caller asks the Reconciler. It narrows
 	// what a failover can lose to writes no replica had; it does not make
 	// Redis strongly consistent (see the README). It needs a client with
 	// one primary (*redis.Client, including a Sentinel failover client).
@@ -166,7 +170,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 			return err == nil && len(reply) >= 5 && reply[4] != "0", err // a token: it wrote a grant
 		})
 		if errors.Is(err, ErrNotReplicated) && len(reply) >= 5 {
-			r.abandon(ctx, req.Key, reply[4])
+			r.abandon(ctx, req.Key, reply[0], reply[4])
 		}
 		return reply, err
 	})
