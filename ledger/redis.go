@@ -56,6 +56,15 @@ type RedisConfig struct {
 	WaitReplicas int
 	// WaitTimeout bounds WAIT. Zero means one second.
 	WaitTimeout time.Duration
+	// AllowEviction, when true, skips the check NewRedis makes that Redis
+	// evicts no keys (maxmemory-policy noeviction). Every record carries a
+	// TTL, its retention, so under any other policy a Redis short of
+	// memory may drop records, completed ones included, and an action
+	// whose record was dropped runs again: a second charge. Set it only
+	// knowingly: when CONFIG GET is refused (as on many managed services)
+	// and the policy is noeviction by other means, or when losing records
+	// is acceptable. Zero means check, and refuse with ErrEviction.
+	AllowEviction bool
 	// Prefix starts every key the store writes. Zero means DefaultPrefix.
 	// Stores sharing one Redis for different purposes need different
 	// prefixes; Sweep scans for keys under its own. It must not contain
@@ -101,7 +110,11 @@ type Redis struct {
 // a nil *redis.Client, *redis.ClusterClient or *redis.Ring), for a
 // Prefix holding '{' or '}', and for missing or short
 // Config.FingerprintKeys (ErrNoFingerprintKey, which wraps
-// ErrInvalidConfig too).
+// ErrInvalidConfig too). Unless RedisConfig.AllowEviction is set, it then
+// reads maxmemory-policy from every primary (one round trip each, bounded
+// by five seconds) and fails with ErrEviction, which wraps
+// ErrInvalidConfig too, when one is not noeviction or refuses CONFIG GET,
+// and with the client's error when Redis does not answer.
 func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	prefix, err := redisstore.Setup(client, cfg.Prefix, DefaultPrefix)
 	if err != nil {
@@ -117,6 +130,11 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	}
 	if err := cfg.EncryptionKeys.Validate(); err != nil {
 		return nil, fmt.Errorf("ledger: NewRedis: %w", err)
+	}
+	if !cfg.AllowEviction {
+		if err := checkNoEviction(client); err != nil {
+			return nil, err
+		}
 	}
 	return &Redis{
 		client:   client,
