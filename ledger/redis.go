@@ -299,7 +299,7 @@ func (r *Redis) Complete(ctx context.Context, k Key, token int64, o Outcome) err
 	_, err = roundTrip(r, ctx, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, r.replicated(ctx, func(c redis.Scripter) (bool, error) {
 			err := r.fencedOn(ctx, c, r.complete, "complete", k, token,
-				s.Status, h, body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted))
+				s.Status, h, body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted), flag(len(r.cfg.EncryptionKeys) > 0))
 			return err == nil, err
 		})
 	})

@@ -136,8 +136,10 @@ func list(ctx context.Context, s ledger.Store, state string, limit int, w io.Wri
 		return fmt.Errorf("%w: --state %q: want uncertain, in-progress or stuck", ledger.ErrInvalid, state)
 	}
 	// Sweep's limit counts both kinds; filter after reading them all.
+	// Records it could not decode are skipped and reported after the
+	// others are printed.
 	recs, err := s.Sweep(ctx, 0)
-	if err != nil {
+	if err != nil && !errors.Is(err, ledger.ErrCorrupt) {
 		return err
 	}
 	var out []ledger.Record
@@ -146,7 +148,7 @@ func list(ctx context.Context, s ledger.Store, state string, limit int, w io.Wri
 			out = append(out, r)
 		}
 	}
-	return printJSON(w, out)
+	return errors.Join(printJSON(w, out), err)
 }
 
 // resolve settles one stuck action the way any owner would: it takes the
