@@ -1,8 +1,9 @@
 -- schema.sql creates the PostgreSQL ledger's one table. Migrate runs it in
--- one transaction under an advisory lock, with {{table}} replaced by the
--- quoted, schema-qualified table name and {{expires_idx}}, {{stuck_idx}} by
--- quoted index names (indexes live in the table's schema). Every statement is
--- idempotent, so running it again is harmless.
+-- one transaction under an advisory lock, with the placeholders in double
+-- braces replaced by the quoted, schema-qualified table name and by the
+-- quoted index names (indexes live in the table's schema). Placeholders
+-- never appear in comments: a name holding a newline would end the comment
+-- there. Every statement is idempotent, so running it again is harmless.
 
 CREATE TABLE IF NOT EXISTS {{table}} (
   -- id is ledger.Key.ID, the hex SHA-256 of the length-prefixed tenant,

@@ -46,13 +46,23 @@ type Store struct {
 // once (at deploy or start-up) to create the table. It returns an error
 // wrapping ledger.ErrNoFingerprintKey when cfg has no fingerprint key: a
 // database is read by more people than the service, so it keeps request
-// fingerprints only sealed (see ledger.FingerprintKeys).
+// fingerprints only sealed (see ledger.FingerprintKeys). It returns an
+// error wrapping ledger.ErrInvalidConfig when Config.Table or Config.Schema
+// is not a plain name (see Config.Table).
 func New(db DB, cfg Config) (*Store, error) {
 	if err := cfg.FingerprintKeys.Validate(); err != nil {
 		return nil, fmt.Errorf("ledger: pgledger.New: %w", err)
 	}
 	if err := cfg.EncryptionKeys.Validate(); err != nil {
 		return nil, fmt.Errorf("ledger: pgledger.New: %w", err)
+	}
+	if err := checkName("Table", cfg.table()); err != nil {
+		return nil, err
+	}
+	if cfg.Schema != "" {
+		if err := checkName("Schema", cfg.Schema); err != nil {
+			return nil, err
+		}
 	}
 	id := pgx.Identifier{cfg.table()}
 	if cfg.Schema != "" {
