@@ -62,6 +62,12 @@ CREATE TABLE IF NOT EXISTS {{table}} (
   body_omitted  boolean
 );
 
+-- outcome_sealed records whether header and body were encrypted
+-- (ledger.EncryptionKeys): true or false for every outcome written since
+-- the column was added, NULL for those written before it, which are judged
+-- by their data (ledger.EncryptionKeys.Open).
+ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS outcome_sealed boolean;
+
 -- Purge deletes by expiry, oldest first.
 CREATE INDEX IF NOT EXISTS {{expires_idx}} ON {{table}} (expires_at);
 
