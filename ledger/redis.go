@@ -34,6 +34,8 @@ var (
 	failLua string
 	//go:embed lua/mark.lua
 	markLua string
+	//go:embed lua/tenant.lua
+	tenantLua string
 )
 
 // RedisConfig configures a Redis store. The zero value is ready to use.
@@ -65,6 +67,18 @@ type RedisConfig struct {
 	// and the policy is noeviction by other means, or when losing records
 	// is acceptable. Zero means check, and refuse with ErrEviction.
 	AllowEviction bool
+	// TenantMaxRecords caps the records one tenant (Key.Tenant) holds, as
+	// MemoryConfig.TenantMaxRecords does, so one caller cannot fill Redis
+	// for all: a Reserve that would add a record beyond it fails with
+	// ErrTenantFull, writing and sending nothing; replays and takeovers of
+	// records the tenant holds still go. Each tenant has an index (a sorted
+	// set named after a hash of the tenant, in its own cluster slot) that
+	// Reserve checks first: one more round trip per Reserve. A record
+	// counts from its first Reserve until it is gone at the latest
+	// (retention, leases and ExpiryGrace), also when that Reserve wrote
+	// nothing (VerdictDelayed): the count errs towards refusing the
+	// tenant, never towards holding more. Zero or negative means no quota.
+	TenantMaxRecords int
 	// Prefix starts every key the store writes. Zero means DefaultPrefix.
 	// Stores sharing one Redis for different purposes need different
 	// prefixes; Sweep scans for keys under its own. It must not contain
@@ -90,11 +104,12 @@ type RedisConfig struct {
 // It needs Redis 5 or later: the scripts read TIME before writing, which
 // needs effects replication, the default since Redis 5.
 type Redis struct {
-	client redis.UniversalClient
-	cfg    Config
-	prefix string
-	wait   int           // RedisConfig.WaitReplicas
-	waitTO time.Duration // RedisConfig.WaitTimeout, defaulted
+	client    redis.UniversalClient
+	cfg       Config
+	prefix    string
+	wait      int           // RedisConfig.WaitReplicas
+	tenantMax int           // RedisConfig.TenantMaxRecords; <= 0: no quota
+	waitTO    time.Duration // RedisConfig.WaitTimeout, defaulted
 	// detached runs each call's round trips in a goroutine, since the
 	// client would hold a command past its context's deadline (see
 	// roundTrip).
@@ -102,7 +117,7 @@ type Redis struct {
 
 	// One script per state change, each owned by the store, not by the
 	// package, so no mutable state is global.
-	reserve, renew, attempt, complete, fail, mark *redis.Script
+	reserve, renew, attempt, complete, fail, mark, tenant *redis.Script
 }
 
 // NewRedis returns a Redis store using client. The store does not close
@@ -137,18 +152,20 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		}
 	}
 	return &Redis{
-		client:   client,
-		cfg:      cfg.Config,
-		wait:     cfg.WaitReplicas,
-		waitTO:   cmp.Or(cfg.WaitTimeout, time.Second),
-		detached: !redisstore.HonoursContext(client),
-		prefix:   prefix,
-		reserve:  redis.NewScript(reserveLua),
-		renew:    redis.NewScript(renewLua),
-		attempt:  redis.NewScript(attemptLua),
-		complete: redis.NewScript(completeLua),
-		fail:     redis.NewScript(failLua),
-		mark:     redis.NewScript(markLua),
+		client:    client,
+		cfg:       cfg.Config,
+		wait:      cfg.WaitReplicas,
+		waitTO:    cmp.Or(cfg.WaitTimeout, time.Second),
+		detached:  !redisstore.HonoursContext(client),
+		prefix:    prefix,
+		reserve:   redis.NewScript(reserveLua),
+		renew:     redis.NewScript(renewLua),
+		attempt:   redis.NewScript(attemptLua),
+		complete:  redis.NewScript(completeLua),
+		fail:      redis.NewScript(failLua),
+		mark:      redis.NewScript(markLua),
+		tenant:    redis.NewScript(tenantLua),
+		tenantMax: cfg.TenantMaxRecords,
 	}, nil
 }
 
@@ -170,6 +187,11 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	nonce := req.Nonce
 	if nonce == "" {
 		nonce = NewNonce()
+	}
+	if r.tenantMax > 0 {
+		if err := r.admitTenant(ctx, req.Key, lease, retention); err != nil {
+			return Reservation{}, err
+		}
 	}
 	args := []any{
 		r.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
