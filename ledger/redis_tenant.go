@@ -33,8 +33,19 @@ func (r *Redis) admitTenant(ctx context.Context, k Key, lease, retention time.Du
 		return fmt.Errorf("ledger: redis tenant quota: %w", err)
 	case len(reply) != 2:
 		return fmt.Errorf("%w: tenant quota reply %v", ErrCorrupt, reply)
-	case reply[0] != 1:
-		return fmt.Errorf("%w: the tenant holds %d records, its quota is %d", ErrTenantFull, reply[1], r.tenantMax)
+	case reply[0] == 1:
+		return nil
 	}
-	return nil
+	// A record the index does not know (written before the quota was set)
+	// is not new: its replay or takeover goes.
+	n, err := roundTrip(r, ctx, func(ctx context.Context) (int64, error) {
+		return r.client.Exists(ctx, r.keyName(k)).Result()
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("ledger: redis tenant quota: %w", err)
+	case n == 1:
+		return nil
+	}
+	return fmt.Errorf("%w: the tenant holds %d records, its quota is %d", ErrTenantFull, reply[1], r.tenantMax)
 }

@@ -50,6 +50,14 @@ func TestRedisTenantQuotaRefusesNewRecords(t *testing.T) {
 			t.Errorf("key %q names a tenant", n)
 		}
 	}
+	// A record written before the quota was set is not new to it.
+	plain := mustRedis(t, client, RedisConfig{Prefix: prefix})
+	if _, err := plain.Reserve(ctx, ReserveRequest{Key: key("acme", "old"), Fingerprint: fpA}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Reserve(ctx, ReserveRequest{Key: key("acme", "old"), Fingerprint: fpA}); err != nil || res.Verdict != VerdictPending {
+		t.Fatalf("a record written before the quota: %s, %v; want pending", res.Verdict, err)
+	}
 	if stuck, err := s.Sweep(ctx, 0); err != nil {
 		t.Fatalf("Sweep with tenant indexes present: %d, %v", len(stuck), err)
 	}
