@@ -73,7 +73,8 @@ type RedisConfig struct {
 	// ErrTenantFull, writing and sending nothing; replays and takeovers of
 	// records the tenant holds still go. Each tenant has an index (a sorted
 	// set named after a hash of the tenant, in its own cluster slot) that
-	// Reserve checks first: one more round trip per Reserve. A record
+	// Reserve checks first: one more round trip per Reserve, two when it
+	// refuses. A record
 	// counts from its first Reserve until it is gone at the latest
 	// (retention, leases and ExpiryGrace), also when that Reserve wrote
 	// nothing (VerdictDelayed): the count errs towards refusing the
