@@ -74,11 +74,10 @@ type RedisConfig struct {
 	// records the tenant holds still go. Each tenant has an index (a sorted
 	// set named after a hash of the tenant, in its own cluster slot) that
 	// Reserve checks first: one more round trip per Reserve, two when it
-	// refuses. A record
-	// counts from its first Reserve until it is gone at the latest
-	// (retention, leases and ExpiryGrace), also when that Reserve wrote
-	// nothing (VerdictDelayed): the count errs towards refusing the
-	// tenant, never towards holding more. Zero or negative means no quota.
+	// refuses. A record counts from its first Reserve until it is gone at
+	// the latest (retention, leases and ExpiryGrace), also when that
+	// Reserve wrote nothing (VerdictDelayed): the count errs towards
+	// refusing the tenant. Zero or negative means no quota.
 	TenantMaxRecords int
 	// Prefix starts every key the store writes. Zero means DefaultPrefix.
 	// Stores sharing one Redis for different purposes need different
