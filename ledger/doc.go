@@ -73,5 +73,18 @@
 // Sweep lists actions whose lease ran out (their owner died or stalled) and
 // actions recorded as uncertain. Reconcile runs a Reconciler over them: it
 // takes each over, asks the destination what happened, and records the
-// answer with Settle.
+// answer with Settle; an action it finds never sent (its owner promised to
+// mark it before sending and died first) is released as failed, with no
+// question asked. A record Sweep cannot decode is skipped and reported
+// beside the listing, never hiding the others.
+//
+// # Redis
+//
+// A Redis store needs a Redis that never evicts keys: every record has a
+// TTL, so under any maxmemory-policy but noeviction memory pressure can
+// drop a completed record and run its action again. NewRedis checks the
+// policy and refuses otherwise (RedisConfig.AllowEviction opts out).
+// With RedisConfig.WaitReplicas, the grant, the sending mark and the
+// outcome each wait for the replicas, and the call fails with
+// ErrNotReplicated (sending nothing) when they do not acknowledge.
 package ledger

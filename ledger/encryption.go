@@ -24,6 +24,12 @@ const sealedOutcomePrefix = "rbenc1:"
 // Rotation, as with FingerprintKeys: the first key encrypts, every key
 // decrypts; drop an old key once a retention has passed. A part stored
 // before keys were used is read as it is.
+//
+// Whether a part is encrypted is kept in the record beside it, not read
+// from the data: a store records it with each outcome and reads it back
+// with OpenStored, so a body that happens to start like a ciphertext is
+// replayed as it was stored. Open serves records written before stores
+// kept that mark.
 type EncryptionKeys [][]byte
 
 // Validate returns nil when every key is 16, 24 or 32 bytes long, and
@@ -56,13 +62,31 @@ func (k EncryptionKeys) Seal(rec Key, field string, plaintext []byte) ([]byte, e
 	return aead.Seal(out, nonce, plaintext, associated(rec, field)), nil
 }
 
-// Open reverses Seal, trying every key; data without Seal's mark is
-// returned as it is (stored before keys were used). It fails with an
-// error wrapping ErrCorrupt when no key opens sealed data.
+// Open reverses Seal for a part whose record does not say whether it was
+// encrypted (written before stores kept the mark; see OpenStored): data
+// that starts like Seal's output is taken as sealed, anything else is
+// returned as it is. It fails with an error wrapping ErrCorrupt when no
+// key opens sealed data, so a ciphertext is never returned as a
+// plaintext.
 func (k EncryptionKeys) Open(rec Key, field string, data []byte) ([]byte, error) {
+	if !bytes.HasPrefix(data, []byte(sealedOutcomePrefix)) {
+		return data, nil
+	}
+	return k.OpenStored(rec, field, data, true)
+}
+
+// OpenStored reverses Seal for a part whose record says how it was
+// stored: sealed reports that Seal encrypted it. A plain part is returned
+// as it is, whatever it starts with. A sealed one is opened with every key
+// in turn; when none opens it, OpenStored fails with an error wrapping
+// ErrCorrupt.
+func (k EncryptionKeys) OpenStored(rec Key, field string, data []byte, sealed bool) ([]byte, error) {
+	if !sealed {
+		return data, nil
+	}
 	rest, ok := bytes.CutPrefix(data, []byte(sealedOutcomePrefix))
 	if !ok {
-		return data, nil
+		return nil, fmt.Errorf("%w: stored %s of action %s is marked encrypted but is not", ErrCorrupt, field, rec.short())
 	}
 	for _, key := range k {
 		aead, err := newGCM(key)

@@ -35,7 +35,8 @@ var (
 	// effect happen twice. Try again later.
 	ErrFull = errors.New("ledger: store full")
 	// ErrTenantFull reports a tenant at its quota in a Memory store
-	// (MemoryConfig.TenantMaxRecords, TenantMaxBytes). It wraps
+	// (MemoryConfig.TenantMaxRecords, TenantMaxBytes) or a Redis store
+	// (RedisConfig.TenantMaxRecords). It wraps
 	// ErrFull, so errors.Is(err, ErrFull) holds too.
 	ErrTenantFull = fmt.Errorf("%w: tenant quota reached", ErrFull)
 	// ErrBusy reports a store at its bound of open atomic transactions

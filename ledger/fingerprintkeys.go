@@ -28,8 +28,14 @@ const sealedPrefix = "hmac-sha256:"
 // first key seals new records; every key verifies, so a retry of an
 // action recorded under an old key still matches. Drop an old key once the
 // retention (24 hours by default) has passed since it stopped being first.
-// A record written before keys were used (a bare fingerprint) still
-// verifies, so turning keys on does not make retries in flight conflicts.
+//
+// A bare fingerprint never leaves the process: a Redis script's arguments
+// and a PostgreSQL statement's parameters reach MONITOR, SLOWLOG and
+// statement logs, and a bare hash there is as good as the card data it
+// covers. So a record written before keys were used (one holding a bare
+// fingerprint) matches no request: a retry of such an action is refused as
+// a conflict, never sent. Turn keys on when no action is in flight, or
+// accept such conflicts for one retention.
 //
 // Every instance sharing a store must hold the same keys. Stores shared
 // between processes (Redis, PostgreSQL) require at least one key: their
@@ -63,19 +69,19 @@ func (k FingerprintKeys) Seal(fp string) string {
 }
 
 // Candidates returns every stored form that matches fingerprint fp: fp
-// sealed under each key, first key first, then fp itself (a record
-// written before keys were used, or fp when it is already sealed). A
-// store compares the stored fingerprint with each; Redis passes them to
-// its script, SQL can use "= ANY".
+// sealed under each key, first key first, or fp alone when it is already
+// sealed. A store compares the stored fingerprint with each; Redis passes
+// them to its script, SQL can use "= ANY". fp itself is never among them
+// when it is bare, since stores send the candidates over the wire.
 func (k FingerprintKeys) Candidates(fp string) []string {
 	if strings.HasPrefix(fp, sealedPrefix) {
 		return []string{fp}
 	}
-	out := make([]string, 0, len(k)+1)
+	out := make([]string, 0, len(k))
 	for _, key := range k {
 		out = append(out, seal(key, fp))
 	}
-	return append(out, fp)
+	return out
 }
 
 // Match returns the stored form to decide on: stored itself when it is one

@@ -46,7 +46,9 @@ type SweepReport struct {
 	// Reconciled is Reconcile's result for Stuck, when a Reconciler is
 	// set.
 	Reconciled []Reconciled
-	// Err is Sweep's error; Stuck is then empty.
+	// Err is Sweep's error. Stuck is then empty, except for an error
+	// wrapping ErrCorrupt: Sweep skipped records it could not decode and
+	// listed the rest.
 	Err error
 }
 

@@ -68,6 +68,7 @@ func TestReconciledResult(t *testing.T) {
 		{Reconciled{Verdict: VerdictReconcile, State: StateFailed}, "failed"},
 		{Reconciled{Verdict: VerdictReconcile, State: StateUncertain}, "uncertain"},
 		{Reconciled{Verdict: VerdictPending, State: StateInProgress}, "skipped"},
+		{Reconciled{Verdict: VerdictRetry, State: StateFailed}, "failed"},
 		{Reconciled{Verdict: VerdictReconcile, State: StateUncertain, Err: errors.New("provider down")}, "error"},
 		{Reconciled{Err: errors.New("store down")}, "error"},
 	} {

@@ -51,7 +51,8 @@ type Reconciled struct {
 	Key Key
 	// Verdict is what Reserve decided. Only VerdictReconcile ran the
 	// reconciler; VerdictPending, for instance, means another owner took the
-	// action over since the sweep.
+	// action over since the sweep; VerdictRetry or VerdictCreated means the
+	// action was never sent, and Reconcile released it as failed.
 	Verdict Verdict
 	// State is the state Reconcile left the record in, when it ran the
 	// reconciler.
@@ -62,14 +63,14 @@ type Reconciled struct {
 
 // Result names what became of the record, the one vocabulary of monitors,
 // logs and metrics: the state it was settled in ("completed", "failed",
-// "uncertain"); "skipped" when another owner had taken the action over
-// before the reconciler reached it; "error" when the reconciler or the
-// store failed.
+// "uncertain"), also "failed" for an action found never sent and released;
+// "skipped" when another owner had taken the action over before the
+// reconciler reached it; "error" when the reconciler or the store failed.
 func (r Reconciled) Result() string {
 	switch {
 	case r.Err != nil:
 		return "error"
-	case r.Verdict != VerdictReconcile:
+	case !r.Verdict.Owns():
 		return "skipped"
 	}
 	return r.State.String()
@@ -78,7 +79,9 @@ func (r Reconciled) Result() string {
 // Reconcile runs fn over records, such as those Sweep returned. For each
 // it takes the action over with Reserve (as owner, with a reconciler, so
 // the stored fingerprint and identity are kept), asks fn, and settles the
-// record with Settle. A reconciler error records the action as uncertain,
+// record with Settle. A takeover that finds the action never sent
+// (VerdictRetry, VerdictCreated) asks nothing and records it failed (no
+// effect), so its next request sends it. A reconciler error records the action as uncertain,
 // so the next sweep lists it at once instead of after a lease. Reconcile
 // returns one Reconciled per record, in order, and stops early only when
 // ctx ends.
@@ -103,6 +106,22 @@ func reconcileOne(ctx context.Context, s Store, fn Reconciler, rec Record, owner
 		return r
 	}
 	r.Verdict, r.State = res.Verdict, res.Record.State
+	if res.Verdict.Owns() && res.Verdict != VerdictReconcile {
+		// The takeover found nothing to ask about: the action was never
+		// sent (its owner promised to mark it and nobody did), failed
+		// without effect, or is gone. Held, the grant would end with its
+		// lease as one that may have been sent (a reconciler does not
+		// promise to mark), and the next caller would be told uncertain.
+		// Nothing was sent and nothing will be: release it as failed.
+		// That reading is sound because a store that cannot keep a mark
+		// (Redis with WaitReplicas) refuses to let its owner send.
+		if err := s.Fail(ctx, rec.Key, res.Token, Failure{Reason: "never sent: released by the reconciler"}); err != nil {
+			r.Err = err
+			return r
+		}
+		r.State = StateFailed
+		return r
+	}
 	if res.Verdict != VerdictReconcile {
 		return r
 	}

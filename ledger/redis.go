@@ -34,6 +34,8 @@ var (
 	failLua string
 	//go:embed lua/mark.lua
 	markLua string
+	//go:embed lua/tenant.lua
+	tenantLua string
 )
 
 // RedisConfig configures a Redis store. It requires Config.FingerprintKeys,
@@ -43,11 +45,15 @@ var (
 type RedisConfig struct {
 	Config
 	// WaitReplicas, when positive, makes Reserve (when it grants the
-	// action) and Complete wait until that many replicas acknowledge the
+	// action), MarkSending and Complete wait until that many replicas acknowledge the
 	// write (Redis WAIT, on the connection that wrote), and fail with
 	// ErrNotReplicated when they do not within WaitTimeout. A reservation
-	// that was not acknowledged is given up as failed (no effect), so the
-	// action runs again later rather than sitting in progress. It narrows
+	// that was not acknowledged is given up at once rather than left in
+	// progress: a grant to send for the first time or after a failure
+	// without effect (VerdictCreated, VerdictRetry) as failed (no effect),
+	// so the action runs again later; a takeover of an action that may
+	// have been sent (VerdictReconcile, VerdictResend) as uncertain, so
+	// Sweep lists it and the next caller asks the Reconciler. It narrows
 	// what a failover can lose to writes no replica had; it does not make
 	// Redis strongly consistent (see docs/ledger.md). It needs a client with
 	// one primary (*redis.Client, including a Sentinel failover client).
@@ -55,6 +61,27 @@ type RedisConfig struct {
 	WaitReplicas int
 	// WaitTimeout bounds WAIT. Zero means one second.
 	WaitTimeout time.Duration
+	// AllowEviction, when true, skips the check NewRedis makes that Redis
+	// evicts no keys (maxmemory-policy noeviction). Every record carries a
+	// TTL, its retention, so under any other policy a Redis short of
+	// memory may drop records, completed ones included, and an action
+	// whose record was dropped runs again: a second charge. Set it only
+	// knowingly: when CONFIG GET is refused (as on many managed services)
+	// and the policy is noeviction by other means, or when losing records
+	// is acceptable. Zero means check, and refuse with ErrEviction.
+	AllowEviction bool
+	// TenantMaxRecords caps the records one tenant (Key.Tenant) holds, as
+	// MemoryConfig.TenantMaxRecords does, so one caller cannot fill Redis
+	// for all: a Reserve that would add a record beyond it fails with
+	// ErrTenantFull, writing and sending nothing; replays and takeovers of
+	// records the tenant holds still go. Each tenant has an index (a sorted
+	// set named after a hash of the tenant, in its own cluster slot) that
+	// Reserve checks first: one more round trip per Reserve, two when it
+	// refuses. A record counts from its first Reserve until it is gone at
+	// the latest (retention, leases and ExpiryGrace), also when that
+	// Reserve wrote nothing (VerdictDelayed): the count errs towards
+	// refusing the tenant. Zero or negative means no quota.
+	TenantMaxRecords int
 	// Prefix starts every key the store writes. Zero means DefaultPrefix.
 	// Stores sharing one Redis for different purposes need different
 	// prefixes; Sweep scans for keys under its own. It must not contain
@@ -80,11 +107,12 @@ type RedisConfig struct {
 // It needs Redis 5 or later: the scripts read TIME before writing, which
 // needs effects replication, the default since Redis 5.
 type Redis struct {
-	client redis.UniversalClient
-	cfg    Config
-	prefix string
-	wait   int           // RedisConfig.WaitReplicas
-	waitTO time.Duration // RedisConfig.WaitTimeout, defaulted
+	client    redis.UniversalClient
+	cfg       Config
+	prefix    string
+	wait      int           // RedisConfig.WaitReplicas
+	tenantMax int           // RedisConfig.TenantMaxRecords; <= 0: no quota
+	waitTO    time.Duration // RedisConfig.WaitTimeout, defaulted
 	// detached runs each call's round trips in a goroutine, since the
 	// client would hold a command past its context's deadline (see
 	// roundTrip).
@@ -92,7 +120,7 @@ type Redis struct {
 
 	// One script per state change, each owned by the store, not by the
 	// package, so no mutable state is global.
-	reserve, renew, attempt, complete, fail, mark *redis.Script
+	reserve, renew, attempt, complete, fail, mark, tenant *redis.Script
 }
 
 // NewRedis returns a Redis store using client. The store does not close
@@ -100,7 +128,11 @@ type Redis struct {
 // a nil *redis.Client, *redis.ClusterClient or *redis.Ring), for a
 // Prefix holding '{' or '}', and for missing or short
 // Config.FingerprintKeys (ErrNoFingerprintKey, which wraps
-// ErrInvalidConfig too).
+// ErrInvalidConfig too). Unless RedisConfig.AllowEviction is set, it then
+// reads maxmemory-policy from every primary (one round trip each, bounded
+// by five seconds) and fails with ErrEviction, which wraps
+// ErrInvalidConfig too, when one is not noeviction or refuses CONFIG GET,
+// and with the client's error when Redis does not answer.
 func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	prefix, err := redisstore.Setup(client, cfg.Prefix, DefaultPrefix)
 	if err != nil {
@@ -117,19 +149,26 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	if err := cfg.EncryptionKeys.Validate(); err != nil {
 		return nil, fmt.Errorf("ledger: NewRedis: %w", err)
 	}
+	if !cfg.AllowEviction {
+		if err := checkNoEviction(client); err != nil {
+			return nil, err
+		}
+	}
 	return &Redis{
-		client:   client,
-		cfg:      cfg.Config,
-		wait:     cfg.WaitReplicas,
-		waitTO:   cmp.Or(cfg.WaitTimeout, time.Second),
-		detached: !redisstore.HonoursContext(client),
-		prefix:   prefix,
-		reserve:  redis.NewScript(reserveLua),
-		renew:    redis.NewScript(renewLua),
-		attempt:  redis.NewScript(attemptLua),
-		complete: redis.NewScript(completeLua),
-		fail:     redis.NewScript(failLua),
-		mark:     redis.NewScript(markLua),
+		client:    client,
+		cfg:       cfg.Config,
+		wait:      cfg.WaitReplicas,
+		waitTO:    cmp.Or(cfg.WaitTimeout, time.Second),
+		detached:  !redisstore.HonoursContext(client),
+		prefix:    prefix,
+		reserve:   redis.NewScript(reserveLua),
+		renew:     redis.NewScript(renewLua),
+		attempt:   redis.NewScript(attemptLua),
+		complete:  redis.NewScript(completeLua),
+		fail:      redis.NewScript(failLua),
+		mark:      redis.NewScript(markLua),
+		tenant:    redis.NewScript(tenantLua),
+		tenantMax: cfg.TenantMaxRecords,
 	}, nil
 }
 
@@ -152,6 +191,11 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	if nonce == "" {
 		nonce = NewNonce()
 	}
+	if r.tenantMax > 0 {
+		if err := r.admitTenant(ctx, req.Key, lease, retention); err != nil {
+			return Reservation{}, err
+		}
+	}
 	args := []any{
 		r.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 		flag(req.Limited), flag(req.Reconciler), flag(req.KeysHonoured),
@@ -169,7 +213,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 			return err == nil && len(reply) >= 5 && reply[4] != "0", err // a token: it wrote a grant
 		})
 		if errors.Is(err, ErrNotReplicated) && len(reply) >= 5 {
-			r.abandon(ctx, req.Key, reply[4])
+			r.abandon(ctx, req.Key, reply[0], reply[4])
 		}
 		return reply, err
 	})
@@ -280,7 +324,7 @@ func (r *Redis) Complete(ctx context.Context, k Key, token int64, o Outcome) err
 	_, err = roundTrip(r, ctx, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, r.replicated(ctx, func(c redis.Scripter) (bool, error) {
 			err := r.fencedOn(ctx, c, r.complete, "complete", k, token,
-				s.Status, h, body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted))
+				s.Status, h, body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted), flag(len(r.cfg.EncryptionKeys) > 0))
 			return err == nil, err
 		})
 	})
@@ -296,9 +340,20 @@ func (r *Redis) Fail(ctx context.Context, k Key, token int64, f Failure) error {
 	return r.fenced(ctx, r.fail, "fail", k, token, st.String(), f.Reason)
 }
 
-// MarkSending implements Store.
+// MarkSending implements Store. With RedisConfig.WaitReplicas it waits for
+// the replicas like Reserve and Complete, and fails with ErrNotReplicated
+// when they do not acknowledge the mark: a failover would then promote a
+// replica holding the grant without the mark, where the action reads as
+// never sent and is taken over to be sent again, so the caller must not
+// send.
 func (r *Redis) MarkSending(ctx context.Context, k Key, token int64) error {
-	return r.fenced(ctx, r.mark, "mark sending", k, token)
+	_, err := roundTrip(r, ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, r.replicated(ctx, func(c redis.Scripter) (bool, error) {
+			err := r.fencedOn(ctx, c, r.mark, "mark sending", k, token)
+			return err == nil, err
+		})
+	})
+	return err
 }
 
 // Get implements Store.

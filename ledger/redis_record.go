@@ -26,6 +26,9 @@ import (
 //	os oh     outcome status and headers (JSON)
 //	ob obh    outcome body (raw bytes) and its SHA-256
 //	obl oo    outcome body length, and "1" when the body was omitted
+//	oe        "1" when oh and ob are encrypted (EncryptionKeys.Seal), "0"
+//	          when stored plain; absent in records written before it was
+//	          kept, which EncryptionKeys.Open judges by the data
 
 // attemptJSON is one attempt as the scripts encode it. Numbers travel as
 // strings because Lua's cjson prints doubles with 14 significant digits.
@@ -96,7 +99,13 @@ func decodeRecord(f map[string]string, keys EncryptionKeys) (Record, error) {
 		if o.BodyLen, err = strconv.ParseInt(f["obl"], 10, 64); err != nil {
 			return bad("obl")
 		}
-		h, err := keys.Open(r.Key, "headers", []byte(f["oh"]))
+		open := keys.Open
+		if mark, ok := f["oe"]; ok {
+			open = func(k Key, field string, data []byte) ([]byte, error) {
+				return keys.OpenStored(k, field, data, mark == "1")
+			}
+		}
+		h, err := open(r.Key, "headers", []byte(f["oh"]))
 		if err != nil {
 			return Record{}, err
 		}
@@ -107,7 +116,7 @@ func decodeRecord(f map[string]string, keys EncryptionKeys) (Record, error) {
 			o.Header = http.Header{}
 		}
 		if !o.BodyOmitted {
-			if o.Body, err = keys.Open(r.Key, "body", []byte(f["ob"])); err != nil {
+			if o.Body, err = open(r.Key, "body", []byte(f["ob"])); err != nil {
 				return Record{}, err
 			}
 		}

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -29,10 +30,15 @@ const sweepBatch = 256
 // run Sweep from an operator tool or a reconciler loop, never per request.
 // With a limit, Sweep stops scanning once it has enough, so which records
 // it returns is not specified beyond being stuck.
+//
+// A record that cannot be decoded (see Store.Sweep) is skipped: Sweep
+// lists the others and returns them with an error wrapping ErrCorrupt
+// that names each skipped key.
 func (r *Redis) Sweep(ctx context.Context, limit int) ([]Record, error) {
 	var (
-		mu  sync.Mutex // guards out; ForEachMaster calls scan concurrently
-		out []Record
+		mu      sync.Mutex // guards out and skipped; ForEachMaster calls scan concurrently
+		out     []Record
+		skipped []error
 	)
 	pattern := globEscape(r.prefix) + "{*}"
 	scan := func(ctx context.Context, c redis.Cmdable) error {
@@ -43,12 +49,13 @@ func (r *Redis) Sweep(ctx context.Context, limit int) ([]Record, error) {
 				return err
 			}
 			if len(keys) > 0 {
-				recs, err := r.stuckIn(ctx, c, keys)
+				recs, bad, err := r.stuckIn(ctx, c, keys)
 				if err != nil {
 					return err
 				}
 				mu.Lock()
 				out = append(out, recs...)
+				skipped = append(skipped, bad...)
 				enough := limit > 0 && len(out) >= limit
 				mu.Unlock()
 				if enough {
@@ -78,12 +85,16 @@ func (r *Redis) Sweep(ctx context.Context, limit int) ([]Record, error) {
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
+	if len(skipped) > 0 {
+		return out, fmt.Errorf("ledger: redis sweep: skipped %d records that cannot be decoded: %w", len(skipped), errors.Join(skipped...))
+	}
 	return out, nil
 }
 
 // stuckIn reads keys from one node and returns the stuck records among
-// them, judged by that node's clock.
-func (r *Redis) stuckIn(ctx context.Context, c redis.Cmdable, keys []string) ([]Record, error) {
+// them, judged by that node's clock, and the decoding error of each record
+// it skipped. err is the node's error.
+func (r *Redis) stuckIn(ctx context.Context, c redis.Cmdable, keys []string) (stuck []Record, skipped []error, err error) {
 	var tm *redis.TimeCmd
 	reads := make([]*redis.MapStringStringCmd, len(keys))
 	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -93,11 +104,10 @@ func (r *Redis) stuckIn(ctx context.Context, c redis.Cmdable, keys []string) ([]
 		}
 		return nil
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The scripts judge leases in whole milliseconds; so does Sweep.
 	now := time.UnixMilli(tm.Val().UnixMilli())
-	var out []Record
 	for i, cmd := range reads {
 		fields := cmd.Val()
 		if len(fields) == 0 {
@@ -105,13 +115,14 @@ func (r *Redis) stuckIn(ctx context.Context, c redis.Cmdable, keys []string) ([]
 		}
 		rec, err := decodeRecord(fields, r.cfg.EncryptionKeys)
 		if err != nil {
-			return nil, fmt.Errorf("key %s: %w", keys[i], err)
+			skipped = append(skipped, fmt.Errorf("key %s: %w", keys[i], err))
+			continue
 		}
 		if rec.stuck(now) && !now.After(rec.ExpiresAt) { // past it: kept for ExpiryGrace only
-			out = append(out, rec)
+			stuck = append(stuck, rec)
 		}
 	}
-	return out, nil
+	return stuck, skipped, nil
 }
 
 // globEscape escapes the characters SCAN MATCH treats as a pattern.

@@ -39,14 +39,23 @@ func (r *Redis) replicated(ctx context.Context, write func(redis.Scripter) (bool
 	return nil
 }
 
-// abandon gives up a grant whose replication was not acknowledged: the
-// caller will not send, so the action is recorded failed (no effect) and
-// runs again later, instead of waiting out a lease nobody holds. Best
-// effort: if it fails too, the lease runs out as after a crash.
-func (r *Redis) abandon(ctx context.Context, k Key, token string) {
+// abandon gives up a grant whose replication was not acknowledged, made
+// with the script's verdict: the caller will not act on it, so the record
+// is settled now instead of waiting out a lease nobody holds. A grant to
+// send for the first time, or again after a failure without effect, is
+// recorded failed (no effect) and runs again later. A takeover of an
+// action that may already have been sent (reconcile, resend) is put back
+// as uncertain: recording it failed would hand it to the next caller to
+// send again without asking the Reconciler. Best effort: if it fails too,
+// the lease runs out as after a crash.
+func (r *Redis) abandon(ctx context.Context, k Key, verdict, token string) {
 	tok, err := strconv.ParseInt(token, 10, 64)
 	if err != nil || tok == 0 {
 		return
 	}
-	_ = r.Fail(ctx, k, tok, Failure{Reason: "reservation not acknowledged by replicas"})
+	f := Failure{Reason: "reservation not acknowledged by replicas"}
+	if v, _ := ParseVerdict(verdict); v == VerdictReconcile || v == VerdictResend {
+		f.EffectPossible = true
+	}
+	_ = r.Fail(ctx, k, tok, f)
 }

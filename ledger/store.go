@@ -45,6 +45,11 @@ type Store interface {
 	Get(ctx context.Context, k Key) (Record, error)
 	// Sweep lists stuck work: actions in progress whose lease ended, and
 	// actions in StateUncertain, oldest lease first. Zero limit means all.
+	// A record it cannot decode (ErrCorrupt: a damaged field, an outcome
+	// no encryption key opens) does not hide the others: Sweep skips it
+	// and returns the records it listed together with an error wrapping
+	// ErrCorrupt that names the skipped ones. Any other error comes with
+	// no records.
 	Sweep(ctx context.Context, limit int) ([]Record, error)
 }
 

@@ -136,8 +136,10 @@ func list(ctx context.Context, s ledger.Store, state string, limit int, w io.Wri
 		return fmt.Errorf("%w: --state %q: want uncertain, in-progress or stuck", ledger.ErrInvalid, state)
 	}
 	// Sweep's limit counts both kinds; filter after reading them all.
+	// Records it could not decode are skipped and reported after the
+	// others are printed.
 	recs, err := s.Sweep(ctx, 0)
-	if err != nil {
+	if err != nil && !errors.Is(err, ledger.ErrCorrupt) {
 		return err
 	}
 	var out []ledger.Record
@@ -146,14 +148,16 @@ func list(ctx context.Context, s ledger.Store, state string, limit int, w io.Wri
 			out = append(out, r)
 		}
 	}
-	return printJSON(w, out)
+	return errors.Join(printJSON(w, out), err)
 }
 
 // resolve settles one stuck action the way any owner would: it takes the
 // action over with Reserve (as a reconciler, under the stored
 // fingerprint, so it gets a fresh fencing token only if the action is
 // uncertain or its lease ran out), then completes or fails it with that
-// token. An action that is live, settled or absent is left alone.
+// token. An action found never sent (its owner died before marking it)
+// is released as failed instead, since nothing can have left. An action
+// that is live or settled is left alone.
 func resolve(ctx context.Context, s ledger.Store, k ledger.Key, res ledger.Resolution, owner string, w io.Writer) error {
 	rec, err := s.Get(ctx, k)
 	if err != nil {
@@ -168,6 +172,11 @@ func resolve(ctx context.Context, s ledger.Store, k ledger.Key, res ledger.Resol
 	r := done[0]
 	if r.Err != nil {
 		return r.Err
+	}
+	if r.Verdict.Owns() && r.Verdict != ledger.VerdictReconcile {
+		// Reconcile found the action never sent and released it.
+		fmt.Fprintf(w, "released %s: never sent, recorded %s\n", k.ID()[:12], strconv.Quote(r.State.String()))
+		return nil
 	}
 	if r.Verdict != ledger.VerdictReconcile {
 		return fmt.Errorf("%w: the action is %s (verdict %s): only an uncertain action or one whose lease ran out can be resolved",

@@ -10,6 +10,7 @@
 -- ARGV[5] body SHA-256, hex
 -- ARGV[6] body length
 -- ARGV[7] body omitted "1" or "0"
+-- ARGV[8] headers and body encrypted "1" or "0" (ledger.EncryptionKeys)
 --
 -- Returns 1, or 0 when the token is not current. The expiry is left
 -- alone: retention counts from creation.
@@ -19,5 +20,5 @@ if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
 
 redis.call('HSET', KEYS[1], 'st', 'completed', 'lu', '0',
   'os', ARGV[2], 'oh', ARGV[3], 'ob', ARGV[4], 'obh', ARGV[5],
-  'obl', ARGV[6], 'oo', ARGV[7])
+  'obl', ARGV[6], 'oo', ARGV[7], 'oe', ARGV[8])
 return 1

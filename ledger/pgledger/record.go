@@ -50,10 +50,11 @@ func scanRecord(keys ledger.EncryptionKeys, r row, extra ...any) (ledger.Record,
 		bodyHash     *string
 		bodyLen      *int64
 		bodyOmitted  *bool
+		sealedMark   *bool // outcome_sealed; nil in rows written before it
 	)
 	dest := []any{&id, &rec.Key.Tenant, &rec.Key.Operation, &rec.Key.Key, &rec.Fingerprint, &state,
 		&rec.Owner, &m.token, &lease, &rec.Reason, &rec.CreatedAt, &rec.ExpiresAt, &attempts, &attemptCount,
-		&m.granted, &m.grantedFrom, &m.grantedUnsent, &m.atomic, &m.nonce, &m.promised, &rec.Sending, &status, &header, &body, &bodyHash, &bodyLen, &bodyOmitted}
+		&m.granted, &m.grantedFrom, &m.grantedUnsent, &m.atomic, &m.nonce, &m.promised, &rec.Sending, &status, &header, &body, &bodyHash, &bodyLen, &bodyOmitted, &sealedMark}
 	if err := r.Scan(append(dest, extra...)...); err != nil {
 		return ledger.Record{}, meta{}, err
 	}
@@ -83,11 +84,21 @@ func scanRecord(keys ledger.EncryptionKeys, r row, extra ...any) (ledger.Record,
 			return ledger.Record{}, meta{}, fmt.Errorf("%w: completed without an outcome", ledger.ErrCorrupt)
 		}
 		o := &ledger.Outcome{Status: *status, BodyHash: *bodyHash, BodyLen: *bodyLen, BodyOmitted: *bodyOmitted}
+		// Whether the outcome was encrypted is read from the row, never
+		// guessed from the data: a plain body may start like a
+		// ciphertext. Rows written before outcome_sealed are judged by
+		// their data (Open).
+		open := keys.Open
+		if sealedMark != nil {
+			open = func(k ledger.Key, field string, data []byte) ([]byte, error) {
+				return keys.OpenStored(k, field, data, *sealedMark)
+			}
+		}
 		// Sealed headers are kept as one JSON string (the column is
 		// jsonb); plain ones as the header object.
 		var sealed []byte
 		if json.Unmarshal(header, &sealed) == nil {
-			h, err := keys.Open(rec.Key, "headers", sealed)
+			h, err := open(rec.Key, "headers", sealed)
 			if err != nil {
 				return ledger.Record{}, meta{}, err
 			}
@@ -101,7 +112,7 @@ func scanRecord(keys ledger.EncryptionKeys, r row, extra ...any) (ledger.Record,
 		}
 		if !o.BodyOmitted {
 			if len(body) > 0 {
-				b, err := keys.Open(rec.Key, "body", body)
+				b, err := open(rec.Key, "body", body)
 				if err != nil {
 					return ledger.Record{}, meta{}, err
 				}

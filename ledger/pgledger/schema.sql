@@ -1,8 +1,9 @@
 -- schema.sql creates the PostgreSQL ledger's one table. Migrate runs it in
--- one transaction under an advisory lock, with {{table}} replaced by the
--- quoted, schema-qualified table name and {{expires_idx}}, {{stuck_idx}} by
--- quoted index names (indexes live in the table's schema). Every statement is
--- idempotent, so running it again is harmless.
+-- one transaction under an advisory lock, with the placeholders in double
+-- braces replaced by the quoted, schema-qualified table name and by the
+-- quoted index names (indexes live in the table's schema). Placeholders
+-- never appear in comments: a name holding a newline would end the comment
+-- there. Every statement is idempotent, so running it again is harmless.
 
 CREATE TABLE IF NOT EXISTS {{table}} (
   -- id is ledger.Key.ID, the hex SHA-256 of the length-prefixed tenant,
@@ -60,6 +61,12 @@ CREATE TABLE IF NOT EXISTS {{table}} (
   body_len      bigint,
   body_omitted  boolean
 );
+
+-- outcome_sealed records whether header and body were encrypted
+-- (ledger.EncryptionKeys): true or false for every outcome written since
+-- the column was added, NULL for those written before it, which are judged
+-- by their data (ledger.EncryptionKeys.Open).
+ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS outcome_sealed boolean;
 
 -- Purge deletes by expiry, oldest first.
 CREATE INDEX IF NOT EXISTS {{expires_idx}} ON {{table}} (expires_at);

@@ -20,7 +20,7 @@ import "strings"
 const columns = `id, tenant, operation, action_key, fingerprint, state, owner, token,
   lease_until, reason, created_at, expires_at, attempts, attempt_count,
   granted, granted_from, granted_unsent, atomic, nonce, promised, sending,
-  status, header, body, body_hash, body_len, body_omitted`
+  status, header, body, body_hash, body_len, body_omitted, outcome_sealed`
 
 // effState is the state the decision sees: a stored state, except that an
 // atomic action whose lease ran out counts as failed, because its effects
@@ -89,7 +89,8 @@ var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_a
   body = CASE WHEN {{expired}} THEN NULL ELSE r.body END,
   body_hash = CASE WHEN {{expired}} THEN NULL ELSE r.body_hash END,
   body_len = CASE WHEN {{expired}} THEN NULL ELSE r.body_len END,
-  body_omitted = CASE WHEN {{expired}} THEN NULL ELSE r.body_omitted END`)
+  body_omitted = CASE WHEN {{expired}} THEN NULL ELSE r.body_omitted END,
+  outcome_sealed = CASE WHEN {{expired}} THEN NULL ELSE r.outcome_sealed END`)
 
 // reserveSQL reserves with one statement on the primary key: it creates
 // the record, or, on the conflict, takes the existing one over when the
@@ -133,7 +134,8 @@ WHERE ` + fenced + `
 RETURNING attempt_count, now(), owner`
 
 const completeSQL = `UPDATE {{table}} SET state = 'completed', lease_until = NULL,
-  status = $3, header = $4, body = $5, body_hash = $6, body_len = $7, body_omitted = $8
+  status = $3, header = $4, body = $5, body_hash = $6, body_len = $7, body_omitted = $8,
+  outcome_sealed = $9
 WHERE ` + fenced
 
 const failSQL = `UPDATE {{table}} SET state = $3, lease_until = NULL, reason = $4

@@ -49,13 +49,23 @@ type Store struct {
 // once (at deploy or start-up) to create the table. It returns an error
 // wrapping ledger.ErrNoFingerprintKey when cfg has no fingerprint key: a
 // database is read by more people than the service, so it keeps request
-// fingerprints only sealed (see ledger.FingerprintKeys).
+// fingerprints only sealed (see ledger.FingerprintKeys). It returns an
+// error wrapping ledger.ErrInvalidConfig when Config.Table or Config.Schema
+// is not a plain name (see Config.Table).
 func New(db DB, cfg Config) (*Store, error) {
 	if err := cfg.FingerprintKeys.Validate(); err != nil {
 		return nil, fmt.Errorf("ledger: pgledger.New: %w", err)
 	}
 	if err := cfg.EncryptionKeys.Validate(); err != nil {
 		return nil, fmt.Errorf("ledger: pgledger.New: %w", err)
+	}
+	if err := checkName("Table", cfg.table()); err != nil {
+		return nil, err
+	}
+	if cfg.Schema != "" {
+		if err := checkName("Schema", cfg.Schema); err != nil {
+			return nil, err
+		}
 	}
 	id := pgx.Identifier{cfg.table()}
 	if cfg.Schema != "" {
@@ -259,7 +269,7 @@ func (s *Store) Complete(ctx context.Context, k ledger.Key, token int64, o ledge
 	return s.fencedExec(ctx, "complete", k, token, args...)
 }
 
-// outcomeArgs returns the stored outcome as completeSQL's $3 to $8.
+// outcomeArgs returns the stored outcome as completeSQL's $3 to $9.
 func (s *Store) outcomeArgs(k ledger.Key, o ledger.Outcome) ([]any, error) {
 	st := s.cfg.StoredOutcome(o)
 	h, err := json.Marshal(st.Header)
@@ -282,7 +292,7 @@ func (s *Store) outcomeArgs(k ledger.Key, o ledger.Outcome) ([]any, error) {
 			}
 		}
 	}
-	return []any{st.Status, h, body, st.BodyHash, st.BodyLen, st.BodyOmitted}, nil
+	return []any{st.Status, h, body, st.BodyHash, st.BodyLen, st.BodyOmitted, len(s.cfg.EncryptionKeys) > 0}, nil
 }
 
 // MarkSending implements ledger.Store.
@@ -353,19 +363,30 @@ func (s *Store) Sweep(ctx context.Context, limit int) ([]ledger.Record, error) {
 		return nil, fmt.Errorf("ledger: postgres sweep: %w", err)
 	}
 	defer rows.Close()
-	var out []ledger.Record
+	var (
+		out     []ledger.Record
+		skipped []error
+	)
 	for rows.Next() {
 		rec, m, err := scanRecord(s.cfg.EncryptionKeys, rows)
 		if err == nil {
 			err = m.stateErr
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, ledger.ErrCorrupt):
+			// One bad record must not hide the stuck work around it.
+			skipped = append(skipped, err)
+			continue
+		case err != nil:
 			return nil, fmt.Errorf("ledger: postgres sweep: %w", err)
 		}
 		out = append(out, rec)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("ledger: postgres sweep: %w", err)
+	}
+	if len(skipped) > 0 {
+		return out, fmt.Errorf("ledger: postgres sweep: skipped %d records that cannot be decoded: %w", len(skipped), errors.Join(skipped...))
 	}
 	return out, nil
 }

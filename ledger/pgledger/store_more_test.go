@@ -51,7 +51,7 @@ func TestSchemaAndTable(t *testing.T) {
 	if err := pool.QueryRow(t.Context(), "SELECT current_schema()").Scan(&schema); err != nil {
 		t.Fatal(err)
 	}
-	a := newStore(t, pool, pgledger.Config{Schema: schema, Table: "ledger a"})
+	a := newStore(t, pool, pgledger.Config{Schema: schema, Table: "Ledger_A"})
 	b := newStore(t, pool, pgledger.Config{Table: "ledger_b"})
 	if _, err := a.Reserve(t.Context(), ledger.ReserveRequest{Key: keyA, Fingerprint: "f"}); err != nil {
 		t.Fatal(err)

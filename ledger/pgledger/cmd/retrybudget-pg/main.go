@@ -10,8 +10,8 @@
 //	retrybudget-pg migrate        --url postgres://...
 //
 // The URL is a pgx connection string; search_path=SCHEMA and
-// table=NAME (the ledger's table, default retrybudget_ledger) may be
-// given as query parameters. RETRYBUDGET_LEDGER_URL may replace --url.
+// table=NAME (the ledger's table, default retrybudget_ledger; letters,
+// digits and underscores only) may be given as query parameters. RETRYBUDGET_LEDGER_URL may replace --url.
 package main
 
 import (

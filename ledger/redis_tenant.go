@@ -1,0 +1,51 @@
+package ledger
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+)
+
+// tenantIndex returns the Redis key of tenant's record index: a hash of
+// the tenant, never the raw name, in braces so a cluster gives each
+// tenant's index one slot. It does not match Sweep's pattern, which wants
+// the brace right after the prefix.
+func (r *Redis) tenantIndex(tenant string) string {
+	h := sha256.Sum256([]byte("retrybudget-ledger-tenant\x00" + tenant))
+	return r.prefix + "tenant:{" + hex.EncodeToString(h[:]) + "}"
+}
+
+// admitTenant checks k against its tenant's quota before Reserve (see
+// RedisConfig.TenantMaxRecords) and counts it when it is admitted. It
+// returns an error wrapping ErrTenantFull when k would be a new record
+// beyond the quota.
+func (r *Redis) admitTenant(ctx context.Context, k Key, lease, retention time.Duration) error {
+	life := max(retention, 2*lease) + ExpiryGrace
+	takeover := 2*lease + ExpiryGrace
+	reply, err := roundTrip(r, ctx, func(ctx context.Context) ([]int64, error) {
+		return r.tenant.Run(ctx, r.client, []string{r.tenantIndex(k.Tenant)},
+			k.ID(), r.tenantMax, life.Milliseconds(), takeover.Milliseconds()).Int64Slice()
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("ledger: redis tenant quota: %w", err)
+	case len(reply) != 2:
+		return fmt.Errorf("%w: tenant quota reply %v", ErrCorrupt, reply)
+	case reply[0] == 1:
+		return nil
+	}
+	// A record the index does not know (written before the quota was set)
+	// is not new: its replay or takeover goes.
+	n, err := roundTrip(r, ctx, func(ctx context.Context) (int64, error) {
+		return r.client.Exists(ctx, r.keyName(k)).Result()
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("ledger: redis tenant quota: %w", err)
+	case n == 1:
+		return nil
+	}
+	return fmt.Errorf("%w: the tenant holds %d records, its quota is %d", ErrTenantFull, reply[1], r.tenantMax)
+}
