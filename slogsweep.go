@@ -2,13 +2,16 @@ package retrybudget
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
 // sweep logs a ledger sweep: a summary, then each stuck action. A sweep has
-// no request, so records carry the background context.
+// no request, so records carry the background context. A sweep that
+// skipped records it could not decode (an error wrapping ledger.ErrCorrupt)
+// logs the error and still what it listed.
 func (l logObserver) sweep(r ledger.SweepReport) {
 	ctx := context.Background()
 	if r.Err != nil {
@@ -16,7 +19,9 @@ func (l logObserver) sweep(r ledger.SweepReport) {
 			l.logger.LogAttrs(ctx, slog.LevelError, "retrybudget: ledger sweep failed",
 				slog.String("error", ErrorText(r.Err)))
 		}
-		return
+		if !errors.Is(r.Err, ledger.ErrCorrupt) {
+			return
+		}
 	}
 	level := slog.LevelDebug
 	if len(r.Stuck) > 0 {

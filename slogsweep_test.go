@@ -171,3 +171,20 @@ func ExampleObserver_sweep() {
 	// level=WARN msg="retrybudget: ledger sweep" in_progress=0 uncertain=1
 	// level=WARN msg="retrybudget: ledger stuck action" operation=charge action=64cbae0a0976eb7c state=uncertain owner=worker-1
 }
+
+// A sweep that skipped a record it could not decode still reports the
+// stuck actions it listed, after the error.
+func TestLogObserverSweepWithASkippedRecord(t *testing.T) {
+	var rec logRecorder
+	obs := retrybudget.LogObserver(rec.logger())
+	obs.Sweep(ledger.SweepReport{Err: fmt.Errorf("%w: 1 record skipped", ledger.ErrCorrupt),
+		Stuck: []ledger.Record{{Key: sweepKey("stuck"), State: ledger.StateUncertain}}, Uncertain: 1})
+	var msgs []string
+	for _, r := range rec.records(t) {
+		msgs = append(msgs, fmt.Sprint(r["msg"]))
+	}
+	want := []string{"retrybudget: ledger sweep failed", "retrybudget: ledger sweep", "retrybudget: ledger stuck action"}
+	if !reflect.DeepEqual(msgs, want) {
+		t.Fatalf("records %q; want %q", msgs, want)
+	}
+}

@@ -2,6 +2,7 @@ package otelretry
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -21,12 +22,16 @@ const LedgerStateKey = attribute.Key("retrybudget.ledger.state")
 // one retrybudget.ledger.reconciled per reconciled action by the state it
 // was settled in, so stuck operations and reconciliations are visible
 // without calling Sweep by hand. A failed sweep counts as a ledger error
-// (retrybudget.ledger.errors, op "sweep").
+// (retrybudget.ledger.errors, op "sweep"); one that skipped records it
+// could not decode (an error wrapping ledger.ErrCorrupt) counts one too,
+// and what it listed is still recorded.
 func (t *Telemetry) LedgerReport(r ledger.SweepReport) {
 	ctx := context.Background()
 	if r.Err != nil {
 		t.m.ledgerErrors.Add(ctx, 1, metric.WithAttributes(LedgerOpKey.String("sweep")))
-		return
+		if !errors.Is(r.Err, ledger.ErrCorrupt) {
+			return
+		}
 	}
 	t.m.stuck.Record(ctx, int64(r.InProgress), metric.WithAttributes(LedgerStateKey.String(ledger.StateInProgress.String())))
 	t.m.stuck.Record(ctx, int64(r.Uncertain), metric.WithAttributes(LedgerStateKey.String(ledger.StateUncertain.String())))
