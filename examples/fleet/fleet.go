@@ -81,7 +81,7 @@ func run(ctx context.Context, opts options) (*summary, error) {
 			fingerprintKeyEnv, boundaryKeyEnv)
 	}
 
-	cfg := workerConfig{Provider: p.url, Rate: opts.rate, Run: randomHex(3), Loops: map[string]int{}}
+	cfg := workerConfig{Provider: p.url, Rate: opts.rate, Run: randomHex(3), Loops: map[string]int{}, FirstCome: opts.firstCome}
 	for _, t := range tenants {
 		cfg.Loops[t.name] = t.loops
 	}
@@ -96,7 +96,9 @@ func run(ctx context.Context, opts options) (*summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newSummary(until.Sub(start), opts.rate, p.counts(), reports, codes), nil
+	s := newSummary(until.Sub(start), opts.rate, p.counts(), reports, codes)
+	s.firstCome = opts.firstCome
+	return s, nil
 }
 
 // secrets returns the environment that carries the two per-deployment

@@ -23,7 +23,7 @@
 //
 // Usage:
 //
-//	go run ./examples/fleet [-redis host:port | redis://...] [-duration 10s] [-rate 50]
+//	go run ./examples/fleet [-redis host:port | redis://...] [-duration 10s] [-rate 50] [-fair=false]
 //
 // -redis defaults to $REDIS_ADDR; without either, a private redis-server
 // (from PATH) is started on a free loopback port and stopped at exit. The
@@ -47,6 +47,8 @@ type options struct {
 	redis    string        // Redis address or URL; empty starts a private redis-server
 	duration time.Duration // how long the workers take new jobs
 	rate     int           // the provider's limit on its one key, per second
+	// firstCome runs the limiter without its fair queue, to compare.
+	firstCome bool
 	// exe is the program started for each worker; it must call
 	// workerMain when workerEnv is set (main does, and so does the
 	// test's TestMain).
@@ -70,7 +72,9 @@ func parentMain() int {
 	flag.StringVar(&opts.redis, "redis", os.Getenv("REDIS_ADDR"), "Redis shared by the workers: host:port or redis://[user:password@]host:port[/db]; empty starts a private redis-server")
 	flag.DurationVar(&opts.duration, "duration", 10*time.Second, "how long the workers take new jobs")
 	flag.IntVar(&opts.rate, "rate", 50, "requests per second the provider allows its API key")
+	fair := flag.Bool("fair", true, "use the limiter's fair queue; -fair=false shows the same load without it")
 	flag.Parse()
+	opts.firstCome = !*fair
 	if opts.duration <= 0 || opts.rate < 1 {
 		fmt.Fprintln(os.Stderr, "fleet: -duration and -rate must be positive")
 		return 2

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,10 +57,17 @@ func pingRedis(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(o)
-	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	// A plain dial first: go-redis logs every failed dial of its pool.
+	network := cmp.Or(o.Network, "tcp")
+	c, err := (&net.Dialer{}).DialContext(ctx, network, o.Addr)
+	if err != nil {
+		return fmt.Errorf("the Redis at %s does not answer: %w", redisName(addr), err)
+	}
+	c.Close()
+	rdb := redis.NewClient(o)
+	defer rdb.Close()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("the Redis at %s does not answer PING: %w", redisName(addr), err)
 	}
@@ -124,13 +132,11 @@ func launchRedis(ctx context.Context, bin string) (*privateRedis, error) {
 		close(r.exited)
 	}()
 
-	rdb := redis.NewClient(&redis.Options{Addr: r.addr, MaxRetries: -1})
-	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for rdb.Ping(ctx).Err() != nil {
+	for pingRedis(ctx, r.addr) != nil {
 		select {
 		case <-r.exited:
 			os.RemoveAll(dir)

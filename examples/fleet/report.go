@@ -16,9 +16,11 @@ import (
 type summary struct {
 	duration time.Duration // from the go line to the end of the run
 	rate     int           // the provider's limit, per second
-	tenants  []tenantSummary
-	provider providerStats
-	codes    []int // each worker's exit status
+	// firstCome reports a run without the fair queue.
+	firstCome bool
+	tenants   []tenantSummary
+	provider  providerStats
+	codes     []int // each worker's exit status
 }
 
 // tenantSummary is one tenant's line of the report.
@@ -103,8 +105,12 @@ func (s *summary) check() error {
 
 // write prints the report.
 func (s *summary) write(w io.Writer) {
-	fmt.Fprintf(w, "%d worker processes, 2 tenants, one API key limited to %d req/s, %v\n\n",
-		len(s.codes), s.rate, s.duration.Round(time.Millisecond))
+	queue := "fair queue"
+	if s.firstCome {
+		queue = "no fair queue (first come, first served)"
+	}
+	fmt.Fprintf(w, "%d worker processes, 2 tenants, one API key limited to %d req/s, %s, %v\n\n",
+		len(s.codes), s.rate, queue, s.duration.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "tenant\tloops\tcharges\treq/s\tshare of limit\treruns\treplayed\tretries\t")
 	for _, t := range s.tenants {

@@ -34,6 +34,8 @@ type workerConfig struct {
 	Rate     int            // the provider's limit, per second
 	Run      string         // names this run's orders and job queues
 	Loops    map[string]int // tenant → concurrent job loops in this process
+	// FirstCome runs the limiter without the fair queue.
+	FirstCome bool
 }
 
 // rerunEvery is how often an order is delivered a second time: every
@@ -116,11 +118,15 @@ func work(cfg workerConfig, in io.Reader, out io.Writer, logger *log.Logger) (re
 	}
 	// The provider's limit, shared by the fleet; tenants take turns when
 	// it is saturated.
-	lim, err := limiter.NewRedis(rdb, limiter.RedisConfig{
+	lc := limiter.RedisConfig{
 		Limits:      []limiter.Limit{limiter.PerSecond(cfg.Rate)},
 		BoundaryKey: []byte(os.Getenv("RETRYBUDGET_BOUNDARY_KEY")),
 		Queue:       &limiter.FairQueue{},
-	})
+	}
+	if cfg.FirstCome {
+		lc.Queue = nil // -fair=false, for comparison: first come, first served
+	}
+	lim, err := limiter.NewRedis(rdb, lc)
 	if err != nil {
 		return nil, err
 	}
