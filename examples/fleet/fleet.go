@@ -170,7 +170,7 @@ func startFleet(ctx context.Context, exe string, env []string, cfg workerConfig,
 	deadline := time.NewTimer(readyTimeout)
 	defer deadline.Stop()
 	for i, w := range f.procs {
-		if err := w.expect(readyLine, deadline.C); err != nil {
+		if _, err := w.line(readyLine, deadline.C); err != nil {
 			f.stop(0)
 			return nil, fmt.Errorf("worker %d did not start: %w", i+1, err)
 		}
@@ -186,12 +186,6 @@ func (w *workerProc) read(stdout io.Reader) {
 	for s.Scan() {
 		w.lines <- s.Text()
 	}
-}
-
-// expect returns the first line that starts with prefix, without it.
-func (w *workerProc) expect(prefix string, deadline <-chan time.Time) error {
-	_, err := w.line(prefix, deadline)
-	return err
 }
 
 // line returns the rest of the first line that starts with prefix.
@@ -219,6 +213,7 @@ func (f *fleet) run(until time.Time) ([]report, []int, error) {
 		_, err := fmt.Fprintf(w.stdin, "%s%d\n", goPrefix, until.UnixNano())
 		w.stdin.Close()
 		if err != nil {
+			f.stop(0)
 			return nil, nil, fmt.Errorf("worker %d: %w", i+1, err)
 		}
 	}
@@ -236,8 +231,13 @@ func (f *fleet) run(until time.Time) ([]report, []int, error) {
 			errs = append(errs, fmt.Errorf("worker %d: %w", i+1, err))
 		}
 	}
-	// A worker that reported exits on its own.
-	f.stop(reportTimeout)
+	// A worker that reported exits on its own; one that did not is
+	// killed.
+	grace := reportTimeout
+	if len(errs) > 0 {
+		grace = 0
+	}
+	f.stop(grace)
 	for i, w := range f.procs {
 		codes[i] = w.code
 	}

@@ -6,7 +6,7 @@
 //
 // The provider is a fake served on loopback by this process. It meters its
 // one API key at -rate requests per second (a token bucket with a burst of
-// ten, answering 429 with Retry-After beyond it) and, like a provider that
+// 200ms worth, 10 at 50/s, answering 429 with Retry-After beyond it) and, like a provider that
 // does not deduplicate, counts every charge it accepts: a second accepted
 // charge under one Idempotency-Key is a duplicate effect. No fault is
 // injected, so every duplicate effect would be the library's.

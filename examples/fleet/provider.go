@@ -13,12 +13,11 @@ import (
 	"time"
 )
 
-// providerBurst is how many requests above the steady rate the provider's
-// token bucket lets through at once, as real providers' limiters do. It
-// absorbs the jitter between the moment the fleet's limiter grants a
-// request (by Redis TIME) and the moment the request reaches the provider:
-// ten requests' worth is 200ms at 50 per second.
-const providerBurst = 10
+// burstWindow is how much of its rate the provider's token bucket lets
+// through at once, as real providers' limiters do (at least 10 requests).
+// It absorbs the jitter between the moment the fleet's limiter grants a
+// request (by Redis TIME) and the moment the request reaches the provider.
+const burstWindow = 200 * time.Millisecond
 
 // provider is a payment API on loopback with one API key, metered at a
 // fixed rate. POST /v1/charges applies a charge; a repeated Idempotency-Key
@@ -34,6 +33,7 @@ type provider struct {
 
 	apiKey string
 	rate   float64 // requests per second allowed to apiKey
+	burst  float64 // the bucket's size
 	srv    *http.Server
 	url    string
 	done   chan struct{} // closed when Serve returns
@@ -66,8 +66,10 @@ func startProvider(apiKey string, rate int) (*provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	burst := max(10, float64(rate)*burstWindow.Seconds())
 	p := &provider{
-		tokens:  providerBurst,
+		tokens:  burst,
+		burst:   burst,
 		last:    time.Now(),
 		charges: make(map[string]chargeAnswer),
 		stats:   providerStats{Effects: make(map[string]int)},
@@ -162,7 +164,7 @@ func (p *provider) serveCharge(w http.ResponseWriter, r *http.Request) {
 // takeLocked takes one token from the key's bucket at now, or reports how
 // long until one is due. It requires that p.mu is held.
 func (p *provider) takeLocked(now time.Time) (time.Duration, bool) {
-	p.tokens = min(providerBurst, p.tokens+now.Sub(p.last).Seconds()*p.rate)
+	p.tokens = min(p.burst, p.tokens+now.Sub(p.last).Seconds()*p.rate)
 	p.last = now
 	if p.tokens >= 1 {
 		p.tokens--
