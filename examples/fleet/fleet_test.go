@@ -33,9 +33,9 @@ func TestMain(m *testing.M) {
 // on one API key the provider meters at 50 req/s. Counted at the
 // provider: no charge is applied twice and no request is refused; each
 // tenant gets at least 35% of the charges (an even split is 50%: measured
-// 46-54% on 2 cores with three runs of this test at once; without the
+// 45-55% on 2 cores, with up to three runs of this test at once; without the
 // fair queue zeta gets 5-7%); the fleet uses at least 70% of the limit
-// (measured 93-99%). Every re-delivered order is answered from the
+// (measured 92-99%). Every re-delivered order is answered from the
 // ledger, and every worker process exits 0. Without the ledger the same
 // run counts about 20 duplicate effects.
 func TestFleetSharesOneKeyFairlyWithoutDuplicates(t *testing.T) {
