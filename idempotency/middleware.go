@@ -252,17 +252,25 @@ func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token 
 	wctx, cancel := context.WithTimeout(sctx, reserveTimeout)
 	defer cancel()
 	o := c.outcome()
+	if failed(o.Status) && !c.streaming {
+		// A step held by another server was not called by this run: the
+		// action is pending, not failed, until that server's lease ends.
+		// In Atomic mode the run's own writes are rolled back first.
+		if until, held := g.heldStep(wctx, in); held {
+			if atx != nil {
+				g.rollback(wctx, k, atx)
+			}
+			if g.holdUntil(wctx, w, k, token, until) {
+				return
+			}
+		}
+	}
 	if atx != nil {
 		if !g.settleAtomic(wctx, k, token, atx, o, in.effect.Load()) && !c.streaming {
 			unavailable().write(w)
 			return
 		}
 	} else if failed(o.Status) {
-		// A step held by another server was not called by this run: the
-		// action is pending, not failed, until that server's lease ends.
-		if until, held := g.heldStep(wctx, in); held && !c.streaming && g.holdUntil(wctx, w, k, token, until) {
-			return
-		}
 		g.fail(wctx, k, token, in.effect.Load(), fmt.Sprintf("handler answered %d", o.Status))
 	} else if err := g.s.Store.Complete(wctx, k, token, o); err != nil {
 		g.log(sctx, "complete", k, err)

@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -81,32 +82,49 @@ func TestCrashRecoverySaysDestinationFailedWhenNeverCalled(t *testing.T) {
 	// the step still held by the dead server's longer outbound lease; the
 	// handler's 502 was recorded and answered (destination failed, though
 	// it was never called), and every poll ran the handler again.
+	// In Atomic mode as without it: the held step is answered 409 pending.
+	for _, atomicMode := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Atomic=%v", atomicMode), func(t *testing.T) { crashRecoveryWhenNeverCalled(t, atomicMode) })
+	}
+}
+
+func crashRecoveryWhenNeverCalled(t *testing.T, atomicMode bool) {
 	const inboundLease, outboundLease = 10 * time.Second, 30 * time.Second
 	p := startProvider(t)
 	client := &http.Client{}
 	errs := make(chan error, 10)
 	var e *env
-	e = newEnv(t, idempotency.Config{Lease: inboundLease, RerunUncertain: true, Now: func() time.Time { return e.clock.Now() }},
-		func(run int, w http.ResponseWriter, r *http.Request) {
-			stepHandler(client, p.srv.URL, errs)(run, w, r)
-		})
+	now := func() time.Time { return e.clock.Now() }
+	cfg := idempotency.Config{Lease: inboundLease, RerunUncertain: true, Now: now}
+	var store *ledger.Memory
+	if atomicMode {
+		// The handler's transaction: the Memory stand-in of pgledger's.
+		store = ledger.NewMemory(ledger.MemoryConfig{Now: now})
+		cfg.Store, cfg.Atomic = &atomicMemory{Memory: store}, true
+	}
+	e = newEnv(t, cfg, func(run int, w http.ResponseWriter, r *http.Request) {
+		stepHandler(client, p.srv.URL, errs)(run, w, r)
+	})
+	if store == nil {
+		store = e.store
+	}
 	client.Transport = retrybudget.New(retrybudget.Config{KeysHonoured: true,
-		Ledger: retrybudget.LedgerConfig{Store: e.store, Lease: outboundLease, Owner: "survivor"}})
+		Ledger: retrybudget.LedgerConfig{Store: store, Lease: outboundLease, Owner: "survivor"}})
 	ctx := context.Background()
 
 	// The dead server: it reserved and marked the inbound action, then its
 	// Transport reserved the step, and it was killed before anything else.
 	in := thingsKey("k1")
-	res, err := e.store.Reserve(ctx, ledger.ReserveRequest{Key: in, Fingerprint: fingerprint(request{}),
+	res, err := store.Reserve(ctx, ledger.ReserveRequest{Key: in, Fingerprint: fingerprint(request{}),
 		Owner: "dead", Lease: inboundLease, MarksSending: true})
 	if err != nil || !res.Verdict.Owns() {
 		t.Fatalf("dead inbound reserve: %v %v", res.Verdict, err)
 	}
-	if err := e.store.MarkSending(ctx, in, res.Token); err != nil {
+	if err := store.MarkSending(ctx, in, res.Token); err != nil {
 		t.Fatal(err)
 	}
 	step, _ := idempotency.Outbound(in, res.Record.CreatedAt, "provider")
-	sres, err := e.store.Reserve(ctx, ledger.ReserveRequest{Key: step,
+	sres, err := store.Reserve(ctx, ledger.ReserveRequest{Key: step,
 		Fingerprint: ledger.Fingerprint(http.MethodPost, mustURL(p.srv.URL+"/v1/charges"), nil, nil, []byte(defaultBody)),
 		Owner:       "dead", Lease: outboundLease})
 	if err != nil || !sres.Verdict.Owns() {
