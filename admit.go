@@ -61,6 +61,11 @@ func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.D
 			return admission{stop: ErrLimiter, cause: err, waited: waited}
 		}
 		if d.Allowed {
+			if obs := g.observer.Limited; obs != nil && d.Waited > 0 {
+				// The limiter made the call wait inside Allow (a fair
+				// queue's slot): a wait like any other, reported as one.
+				obs(LimitEvent{Request: g.caller, Route: g.route, Boundary: g.req.Boundary, Decision: d, Wait: d.Waited})
+			}
 			return admission{waited: waited}
 		}
 		now := g.clock.Now()

@@ -113,3 +113,23 @@ func TestLimiterFailureEndsTheCall(t *testing.T) {
 		t.Fatal("a request was sent although the limiter could not decide")
 	}
 }
+
+// A wait the limiter spent inside Allow (a fair queue's slot) reaches the
+// Observer like any limiter wait; an Allow that answered at once reports
+// nothing.
+func TestQueueWaitInsideAllowIsReported(t *testing.T) {
+	p := newProvider(t, status(200), status(200))
+	lim := &scriptedLimiter{decisions: []limiter.Decision{{Allowed: true, Waited: 700 * time.Millisecond}, allow}}
+	var waits []time.Duration
+	tr, _ := newFakeTransport(Config{Limiter: lim, Observer: Observer{Limited: func(ev LimitEvent) { waits = append(waits, ev.Wait) }}})
+	for range 2 {
+		resp, err := send(context.Background(), t, tr, "GET", p.URL, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if len(waits) != 1 || waits[0] != 700*time.Millisecond {
+		t.Fatalf("limiter waits reported %v; want [700ms]", waits)
+	}
+}

@@ -151,7 +151,9 @@ type LimitEvent struct {
 	// Decision is the limiter's answer.
 	Decision limiter.Decision
 	// Wait is how long the Transport waits (or would wait) before asking
-	// again.
+	// again; for an allowed Decision, how long the limiter made the call
+	// wait inside Allow (Decision.Waited, a fair queue's slot), reported
+	// only when it did.
 	Wait time.Duration
 }
 

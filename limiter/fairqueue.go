@@ -157,6 +157,7 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 			in.deadline = dl
 		}
 	}
+	var waited time.Duration // slept inside Allow, for Decision.Waited
 	for {
 		res, err := b.decide(ctx, k, in, b.run)
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -185,6 +186,7 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 				if err := b.sleep(ctx, res.wait); err != nil {
 					return Decision{}, err
 				}
+				waited += res.wait
 				// The script granted the slot outside any cooldown, but one
 				// may have begun while this request slept: set here, or
 				// heard from Redis by another request of this process.
@@ -192,7 +194,7 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 					return d, nil
 				}
 			}
-			d := Decision{Allowed: true}
+			d := Decision{Allowed: true, Waited: waited}
 			if q != nil {
 				d.QueueDepth = res.depth + q.waitingFor(r.Owner)
 			}
@@ -206,6 +208,7 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 			if err != nil {
 				return Decision{}, err
 			}
+			waited += res.retry
 			if d, paused := l.paused(r.Boundary); paused {
 				return d, nil
 			}

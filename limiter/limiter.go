@@ -67,6 +67,11 @@ type Decision struct {
 	// boundary's queue when decided: the slots it holds across the fleet
 	// plus this process's requests waiting for one. Zero without a queue.
 	QueueDepth int
+
+	// Waited is how long Allow slept inside the limiter before answering:
+	// with a [FairQueue], the wait for the request's slot and for a place
+	// in the queue. Zero for a limiter that answers at once.
+	Waited time.Duration
 }
 
 // Reason says why a [Decision] refused a request.
