@@ -16,8 +16,8 @@ var schemaSQL string
 // Migrate creates the Store's table and indexes if they do not exist. It
 // runs in one transaction under a transaction-scoped advisory lock named
 // after the table, so instances starting together do not race, and it is
-// safe to run at every start. The schema, when Config.Schema names one,
-// must already exist.
+// safe to run at every start. When Config.Schema names a schema that does
+// not exist yet, Migrate creates it too.
 func (s *Store) Migrate(ctx context.Context) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -30,6 +30,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 	h.Write([]byte("retrybudget-ledger:" + s.table))
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
 		return fmt.Errorf("ledger: postgres migrate: %w", err)
+	}
+	if s.cfg.Schema != "" {
+		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{s.cfg.Schema}.Sanitize()); err != nil {
+			return fmt.Errorf("ledger: postgres migrate: %w", err)
+		}
 	}
 	q := strings.NewReplacer("{{table}}", s.table,
 		"{{expires_idx}}", pgx.Identifier{s.cfg.table() + "_expires_idx"}.Sanitize(),

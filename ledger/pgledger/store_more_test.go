@@ -3,6 +3,7 @@ package pgledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -140,5 +141,26 @@ func TestCorruptState(t *testing.T) {
 	}
 	if _, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: keyA, Fingerprint: "f", KeysHonoured: true}); !errors.Is(err, ledger.ErrCorrupt) {
 		t.Errorf("Reserve: %v, want ErrCorrupt", err)
+	}
+}
+
+// Migrate creates the schema Config.Schema names when it does not exist
+// yet, then the table in it.
+func TestMigrateCreatesTheSchema(t *testing.T) {
+	pool := pgtest.Pool(t)
+	schema := fmt.Sprintf("rb_new_schema_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+	})
+	s := unmigrated(t, pool, pgledger.Config{Schema: schema})
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate into a schema that does not exist: %v", err)
+	}
+	if _, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: keyA, Fingerprint: "f"}); err != nil {
+		t.Fatalf("Reserve in the new schema: %v", err)
+	}
+	var n int
+	if err := pool.QueryRow(t.Context(), "SELECT count(*) FROM "+schema+".retrybudget_ledger").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("rows in %s.retrybudget_ledger: %d, %v; want 1", schema, n, err)
 	}
 }
