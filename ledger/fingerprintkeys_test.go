@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
@@ -131,5 +132,16 @@ func TestFingerprintKeysCandidates(t *testing.T) {
 	}
 	if err := (FingerprintKeys{}).Validate(); !errors.Is(err, ErrNoFingerprintKey) {
 		t.Errorf("Validate(empty) = %v", err)
+	}
+}
+
+// A constructor's error says "ledger:" once: NewRedis without the key
+// reads "NewRedis: ledger: invalid config: ...", not the prefix twice.
+func TestNewRedisErrorNamesThePackageOnce(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer client.Close()
+	_, err := NewRedis(client, RedisConfig{AllowEviction: true})
+	if !errors.Is(err, ErrNoFingerprintKey) || strings.Count(err.Error(), "ledger:") != 1 {
+		t.Fatalf("NewRedis without a fingerprint key: %v; want ErrNoFingerprintKey, saying \"ledger:\" once", err)
 	}
 }

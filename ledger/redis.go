@@ -144,10 +144,10 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	// Records in Redis are readable by whoever can read Redis: keep no
 	// fingerprint there that could be reversed by guessing.
 	if err := cfg.FingerprintKeys.Validate(); err != nil {
-		return nil, fmt.Errorf("ledger: NewRedis: %w", err)
+		return nil, fmt.Errorf("NewRedis: %w", err)
 	}
 	if err := cfg.EncryptionKeys.Validate(); err != nil {
-		return nil, fmt.Errorf("ledger: NewRedis: %w", err)
+		return nil, fmt.Errorf("NewRedis: %w", err)
 	}
 	if !cfg.AllowEviction {
 		if err := checkNoEviction(client); err != nil {

@@ -54,10 +54,10 @@ type Store struct {
 // is not a plain name (see Config.Table).
 func New(db DB, cfg Config) (*Store, error) {
 	if err := cfg.FingerprintKeys.Validate(); err != nil {
-		return nil, fmt.Errorf("ledger: pgledger.New: %w", err)
+		return nil, fmt.Errorf("pgledger.New: %w", err)
 	}
 	if err := cfg.EncryptionKeys.Validate(); err != nil {
-		return nil, fmt.Errorf("ledger: pgledger.New: %w", err)
+		return nil, fmt.Errorf("pgledger.New: %w", err)
 	}
 	if err := checkName("Table", cfg.table()); err != nil {
 		return nil, err
