@@ -42,11 +42,12 @@ func TestLedgerEventReportsExpiry(t *testing.T) {
 	clock := &fakeNow{now: time.Unix(1_000_000, 0)}
 	store := ledger.NewMemory(ledger.MemoryConfig{Config: ledger.Config{Retention: time.Hour}, Now: clock.Now})
 	var rec logRecorder
+	ids := retrybudget.Identities{ActionKey: []byte("log-action-key-of-the-deployment")}
 	var events []retrybudget.LedgerEvent
 	tr := retrybudget.New(retrybudget.Config{
 		Base:   srv.Client().Transport,
 		Ledger: retrybudget.LedgerConfig{Store: store},
-		Observer: retrybudget.Observers(retrybudget.LogObserver(rec.logger()),
+		Observer: retrybudget.Observers(retrybudget.LogObserver(rec.logger(), ids),
 			retrybudget.Observer{Ledger: func(ev retrybudget.LedgerEvent) { events = append(events, ev) }}),
 	})
 	act := retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
@@ -81,7 +82,7 @@ func TestLedgerEventReportsExpiry(t *testing.T) {
 			expired = append(expired, r)
 		}
 	}
-	id := act.ID()[:16]
+	id := ids.ActionID(act)
 	if len(expired) != 1 || expired[0]["level"] != "INFO" || expired[0]["verdict"] != "created" ||
 		expired[0]["action"] != id || expired[0]["tenant"] != nil {
 		t.Fatalf("expired records %v; want one INFO created record of action %s without its tenant\n%s", expired, id, rec.text())
