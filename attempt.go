@@ -67,7 +67,7 @@ func (c *call) send() sent {
 // so a success that nobody times leaves it unread and sent.end zero.
 func (c *call) readsEnd(resp *http.Response) bool {
 	cfg := &c.t.cfg
-	if cfg.Throttle != nil || cfg.Observer.Attempt != nil || resp == nil || ClassifyStatus(resp.StatusCode) != ClassSuccess {
+	if cfg.Throttle != nil || cfg.Observer.Attempt != nil || resp == nil || classifyStatus(resp.StatusCode) != ClassSuccess {
 		return true
 	}
 	_, isDefault := cfg.Classifier.(DefaultClassifier)

@@ -276,7 +276,7 @@ func (c *call) replay(o *ledger.Outcome) *http.Response {
 	c.body.close()
 	resp := replayResponse(c.req, o)
 	c.out.Replayed, c.out.BodyOmitted = true, o.BodyOmitted
-	c.out.Class, c.out.StatusCode = ClassifyStatus(o.Status), o.Status
+	c.out.Class, c.out.StatusCode = classifyStatus(o.Status), o.Status
 	if c.out.Class != ClassSuccess {
 		c.out.Reason = ErrRejected
 	}

@@ -99,7 +99,7 @@ const (
 // none. Its rules are the classification table in the README. The zero value
 // is ready to use.
 //
-// On top of ClassifyStatus it applies two rules that depend on more than
+// On top of the status's class (see Class) it applies two rules that depend on more than
 // the status. A 503 without a usable Retry-After is MaybeApplied: load
 // balancers and gateways (Envoy, cloud load balancers) answer 503 after
 // the upstream applied the request, so only a provider that said when to
@@ -123,7 +123,7 @@ func (d DefaultClassifier) Classify(a *AttemptResult) Classification {
 		return Classification{Class: classifyError(a)}
 	}
 	code := a.Response.StatusCode
-	c := Classification{Class: ClassifyStatus(code)}
+	c := Classification{Class: classifyStatus(code)}
 	if c.Class == ClassSuccess {
 		return c
 	}
@@ -150,8 +150,9 @@ func (d DefaultClassifier) keyed(req *http.Request) bool {
 	return req != nil && req.Header.Get(h) != ""
 }
 
-// ClassifyStatus maps an HTTP status code to its Class.
-func ClassifyStatus(code int) Class {
+// classifyStatus maps an HTTP status code to its Class (the table in the
+// Class constants' documentation).
+func classifyStatus(code int) Class {
 	switch {
 	case code < 400:
 		return ClassSuccess

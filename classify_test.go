@@ -24,8 +24,8 @@ func TestClassifyStatus(t *testing.T) {
 	}
 	for class, codes := range want {
 		for _, code := range codes {
-			if got := ClassifyStatus(code); got != class {
-				t.Errorf("ClassifyStatus(%d) = %v; want %v", code, got, class)
+			if got := classifyStatus(code); got != class {
+				t.Errorf("classifyStatus(%d) = %v; want %v", code, got, class)
 			}
 		}
 	}

@@ -71,7 +71,7 @@ func Next(resp *http.Response, err error) (Step, Outcome) {
 	if resp == nil {
 		return StepRetry, Outcome{}
 	}
-	o := Outcome{Class: ClassifyStatus(resp.StatusCode), StatusCode: resp.StatusCode}
+	o := Outcome{Class: classifyStatus(resp.StatusCode), StatusCode: resp.StatusCode}
 	switch o.Class {
 	case ClassSuccess:
 		return StepDone, o

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/retrybudget/retrybudget/internal/redact"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -89,7 +90,7 @@ func (l logObserver) attempt(ev AttemptEvent) {
 	}
 	attrs = append(attrs, slog.Duration("duration", ev.Duration))
 	if ev.Err != nil {
-		attrs = append(attrs, slog.String("error", ErrorText(ev.Err)))
+		attrs = append(attrs, slog.String("error", redact.ErrorText(ev.Err)))
 	}
 	l.logger.LogAttrs(ctx, slog.LevelDebug, "retrybudget: attempt", attrs...)
 }
@@ -225,7 +226,7 @@ func (l logObserver) ledger(ev LedgerEvent) {
 	attrs = l.appendRequestAttrs(attrs, ev.Request)
 	attrs = l.appendAction(attrs, ev.Action)
 	if ev.Err != nil {
-		attrs = append(attrs, slog.String("op", ev.Op), slog.String("error", ErrorText(ev.Err)))
+		attrs = append(attrs, slog.String("op", ev.Op), slog.String("error", redact.ErrorText(ev.Err)))
 	} else {
 		attrs = append(attrs, slog.String("verdict", ev.Verdict.String()))
 	}

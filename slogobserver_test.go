@@ -513,23 +513,6 @@ func Example_logObserver() {
 	// level=WARN msg="retrybudget: give up" method=POST host=api.example.com path=/v1/charges attempts=3 class=business status=422 reason="retrybudget: rejected by the provider" maybe_applied=false
 }
 
-func TestErrorTextDropsTheURL(t *testing.T) {
-	inner := &url.Error{Op: "Get", URL: "https://user:pw@api.example.com/x?token=secret", Err: io.ErrUnexpectedEOF}
-	outer := &url.Error{Op: "Post", URL: "https://api.example.com/y?token=secret", Err: inner}
-	for _, tt := range []struct {
-		err  error
-		want string
-	}{
-		{outer, "Post: unexpected EOF"},
-		{fmt.Errorf("wrapped: %w", inner), "Get: unexpected EOF"},
-		{io.EOF, "EOF"},
-	} {
-		if got := retrybudget.ErrorText(tt.err); got != tt.want {
-			t.Errorf("ErrorText(%v) = %q; want %q", tt.err, got, tt.want)
-		}
-	}
-}
-
 // showIDs is the opt-in the tests of what LogObserver records use, so they
 // see every attribute; TestObserversKeepIdentitiesOut checks the default.
 var showIDs = retrybudget.Identities{ShowIdentities: true}

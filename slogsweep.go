@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/retrybudget/retrybudget/internal/redact"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -17,7 +18,7 @@ func (l logObserver) sweep(r ledger.SweepReport) {
 	if r.Err != nil {
 		if l.logger.Enabled(ctx, slog.LevelError) {
 			l.logger.LogAttrs(ctx, slog.LevelError, "retrybudget: ledger sweep failed",
-				slog.String("error", ErrorText(r.Err)))
+				slog.String("error", redact.ErrorText(r.Err)))
 		}
 		if !errors.Is(r.Err, ledger.ErrCorrupt) {
 			return
@@ -65,7 +66,7 @@ func (l logObserver) stuck(ctx context.Context, rec ledger.Record, rc *ledger.Re
 	if rc != nil {
 		attrs = append(attrs, slog.String("reconciled", rc.Result()))
 		if rc.Err != nil {
-			attrs = append(attrs, slog.String("error", ErrorText(rc.Err)))
+			attrs = append(attrs, slog.String("error", redact.ErrorText(rc.Err)))
 		}
 	}
 	l.logger.LogAttrs(ctx, level, "retrybudget: ledger stuck action", attrs...)

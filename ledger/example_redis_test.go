@@ -52,7 +52,7 @@ func ExampleNewRedis() {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		fmt.Println(retrybudget.ErrorText(err))
+		fmt.Println(err)
 		return
 	}
 	defer resp.Body.Close()

@@ -53,7 +53,7 @@ func ExampleNewRedis() {
 	req.Header.Set("Authorization", "Bearer "+os.Getenv("PROVIDER_API_KEY"))
 	resp, err := client.Do(req)
 	if err != nil {
-		fmt.Println(retrybudget.ErrorText(err)) // e.g. rate limited, with when to come back
+		fmt.Println(err) // e.g. rate limited, with when to come back
 		return
 	}
 	defer resp.Body.Close()

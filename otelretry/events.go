@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/internal/redact"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -109,7 +110,7 @@ func (t *Telemetry) ledger(ev retrybudget.LedgerEvent) {
 		attrs = append(attrs, LedgerOpKey.String(ev.Op))
 		t.m.ledgerErrors.Add(ctx, 1, metric.WithAttributes(attrs...))
 		t.event(ctx, "retrybudget.ledger.error", OperationKey.String(ev.Action.Operation),
-			LedgerOpKey.String(ev.Op), semconv.ExceptionMessageKey.String(retrybudget.ErrorText(ev.Err)))
+			LedgerOpKey.String(ev.Op), semconv.ExceptionMessageKey.String(redact.ErrorText(ev.Err)))
 		return
 	case ev.Verdict == ledger.VerdictReplayed:
 		t.m.replays.Add(ctx, 1, metric.WithAttributes(attrs...))

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/internal/redact"
 )
 
 // attemptSpan records one finished attempt as a client span, child of the
@@ -63,7 +64,7 @@ func (t *Telemetry) attemptSpan(ctx context.Context, ev retrybudget.AttemptEvent
 		// already say (semantic conventions, HTTP span status).
 		desc := ""
 		if ev.Err != nil {
-			desc = retrybudget.ErrorText(ev.Err)
+			desc = redact.ErrorText(ev.Err)
 		}
 		span.SetStatus(codes.Error, desc)
 	}

@@ -49,7 +49,7 @@ func ExampleNew() {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		fmt.Println(retrybudget.ErrorText(err))
+		fmt.Println(err)
 		return
 	}
 	defer resp.Body.Close()

@@ -1,4 +1,6 @@
-package retrybudget
+// Package redact removes what logs and telemetry must not hold from the
+// text they record.
+package redact
 
 import (
 	"errors"
@@ -8,8 +10,9 @@ import (
 // ErrorText returns err's message with the URL of any *url.Error left out:
 // that URL keeps the query string (http.Client strips only the password),
 // and a query string may carry a token. The operation and the underlying
-// error stay, as they say what went wrong. Observers that log or record
-// transport errors should use it instead of err.Error().
+// error stay, as they say what went wrong. The observers that log or record
+// transport errors (the root package's LogObserver, otelretry) use it
+// instead of err.Error().
 func ErrorText(err error) string {
 	var ue *url.Error
 	if !errors.As(err, &ue) {
