@@ -30,6 +30,9 @@ type callInfo struct {
 	// limiterErrs and limiterRefusals count the limiter's errors and
 	// refusals for this call (guarded by the run's mu).
 	limiterErrs, limiterRefusals int
+	// hookTime is the time racers spent on the call's goroutine (guarded
+	// by the run's mu).
+	hookTime time.Duration
 }
 
 type callInfoKey struct{}

@@ -49,7 +49,7 @@ func (r *simRun) checkEnd() {
 	time.Sleep(2 * L) // past every lease, one sweep, and every stalled write
 	ctx := context.Background()
 	r.mu.Lock()
-	died := maps.Clone(r.died)
+	died, raced := maps.Clone(r.died), maps.Clone(r.raced)
 	r.mu.Unlock()
 	stuck, err := r.store.Sweep(ctx, 0)
 	if err != nil {
@@ -69,9 +69,9 @@ func (r *simRun) checkEnd() {
 		marks := r.marks[k.Key]
 		r.mu.Unlock()
 		// Without a ledger nothing remembers an action across processes: a
-		// job delivered again after its worker died may repeat it where
-		// the provider honours no key.
-		promised := !r.s.NoLedger || r.s.Honours || !died[a]
+		// job delivered again after its worker died, or twice at once, may
+		// repeat it where the provider honours no key.
+		promised := !r.s.NoLedger || r.s.Honours || !died[a] && !raced[a]
 		if effects > 1 && promised {
 			r.violate("at most one effect per action", "action %d: %d effects at the provider", a, effects)
 		}

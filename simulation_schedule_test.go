@@ -170,8 +170,8 @@ type schedule struct {
 	// GetBody: callers build requests as http.NewRequest does for a
 	// bytes.Reader, with GetBody; else with a bare body.
 	GetBody bool
-	Actions      []simAction
-	Faults       []fault
+	Actions []simAction
+	Faults  []fault
 	// Inbound, when set, runs the inbound middleware workload instead.
 	Inbound *inboundSchedule
 }

@@ -176,18 +176,19 @@ type simRun struct {
 	mu         sync.Mutex // guards all below
 	procs      []*simProc // the current process of each slot
 	nprocs     int
-	fired      []bool              // per fault of s.Faults
-	marks      map[string]int      // MarkSending writes that happened, per action key
-	grants     []time.Time         // the limiter's grants
-	bodies     []*trackedBody      // every caller's request body
-	violations []string            // broken invariants
-	trace      []string            // what happened, for the report
-	died       map[int]bool        // actions one of whose calls died with its process
+	fired      []bool         // per fault of s.Faults
+	marks      map[string]int // MarkSending writes that happened, per action key
+	grants     []time.Time    // the limiter's grants
+	bodies     []*trackedBody // every caller's request body
+	violations []string       // broken invariants
+	trace      []string       // what happened, for the report
+	died       map[int]bool   // actions one of whose calls died with its process
+	raced      map[int]bool   // actions delivered twice at once (faultRaceWorker)
 }
 
 func newSimRun(t *testing.T, w *simWorld, s *schedule) *simRun {
 	r := &simRun{t: t, w: w, s: s, start: time.Now(), fired: make([]bool, len(s.Faults)),
-		marks: map[string]int{}, died: map[int]bool{}, procs: make([]*simProc, max(s.Procs, 1))}
+		marks: map[string]int{}, died: map[int]bool{}, raced: map[int]bool{}, procs: make([]*simProc, max(s.Procs, 1))}
 	r.prov = &simProvider{r: r, honours: s.Honours, effects: map[int]int{}, arrivals: map[int]int{},
 		inflight: map[int]int{}, byCall: map[int64]int{}, keys: map[string]bool{}}
 	r.store, r.lag = w.open(t, r)
@@ -271,11 +272,24 @@ func (r *simRun) hook(ctx context.Context, pt point, after bool) bool {
 	if f == nil {
 		return false
 	}
+	if ci := callOf(ctx); f.Kind == faultRaceWorker || f.Kind == faultRaceSweep {
+		// The racer runs on the owner's goroutine, so that a seed fixes
+		// the interleaving; its time is the simulator's, not the call's.
+		start := time.Now()
+		defer func() {
+			r.mu.Lock()
+			ci.hookTime += time.Since(start)
+			r.mu.Unlock()
+		}()
+	}
 	switch f.Kind {
 	case faultDie:
 		callOf(ctx).proc.die()
 		return true
 	case faultRaceWorker:
+		r.mu.Lock()
+		r.raced[f.Action] = true
+		r.mu.Unlock()
 		r.call(f.Action, 0, r.newProc())
 	case faultRaceSweep:
 		rec := r.s.Monitor
@@ -536,9 +550,12 @@ func (r *simRun) call(a, run int, p *simProc) callResult {
 		if p.dead() {
 			return callResult{died: true}
 		}
-		if !deadline.IsZero() && end.Sub(deadline) > r.w.slack {
+		r.mu.Lock()
+		late := end.Sub(deadline) - ci.hookTime
+		r.mu.Unlock()
+		if !deadline.IsZero() && late > r.w.slack {
 			r.violate("deadline", "action %d run %d send %d: RoundTrip returned %v after its deadline (slack %v)",
-				a, run, n, end.Sub(deadline), r.w.slack)
+				a, run, n, late, r.w.slack)
 		}
 		res.out, _ = captured.Last()
 		res.ok = err == nil && status < 300

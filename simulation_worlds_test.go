@@ -131,7 +131,7 @@ func (p *redisPair) lag(r *simRun, failover bool) {
 		}
 		rc := redis.NewClient(&redis.Options{Addr: p.replica.Addr})
 		defer rc.Close()
-		if err := rc.SlaveOf(context.Background(), "NO", "ONE").Err(); err != nil {
+		if err := rc.ReplicaOf(context.Background(), "NO", "ONE").Err(); err != nil {
 			r.logf("replica: promotion failed: %v", err)
 			return
 		}
