@@ -77,6 +77,9 @@ type simWorld struct {
 	ci, long int
 	// parallel runs schedules as parallel subtests (real time only).
 	parallel int
+	// setup, when set, starts what the world's schedules share, for the
+	// world's test.
+	setup func(t *testing.T)
 	// open starts the store for one schedule, closed with t's cleanup;
 	// lag starts replica lag (nil when the world has no replicas).
 	open func(t *testing.T, r *simRun) (ledger.Store, func(r *simRun, failover bool))
@@ -86,6 +89,9 @@ type simWorld struct {
 // schedule as a subtest named after its seed.
 func runSimulation(t *testing.T, w *simWorld) {
 	seeds := simSeeds(t, w)
+	if w.setup != nil {
+		w.setup(t)
+	}
 	start := time.Now()
 	var failed atomic.Int64
 	t.Run("schedules", func(t *testing.T) {

@@ -26,7 +26,7 @@ func simWorlds() []*simWorld {
 // memoryWorld is ledger.Memory in virtual time: a 30 s lease costs nothing.
 func memoryWorld() *simWorld {
 	return &simWorld{name: "Memory", lease: 30 * time.Second, slack: 100 * time.Millisecond,
-		virtual: true, inbound: true, ci: 400, long: 20_000,
+		virtual: true, inbound: true, ci: 300, long: 20_000,
 		open: func(*testing.T, *simRun) (ledger.Store, func(*simRun, bool)) {
 			return ledger.NewMemory(ledger.MemoryConfig{}), nil
 		}}
@@ -43,17 +43,13 @@ func simBubble(t *testing.T, body func(t *testing.T)) {
 // primary with a replica of its own for a schedule with WaitReplicas.
 func redisWorld() *simWorld {
 	w := &simWorld{name: "Redis", lease: 300 * time.Millisecond, slack: 250 * time.Millisecond,
-		replicas: true, ci: 40, long: 1000, parallel: 8}
-	var once sync.Once
+		replicas: true, ci: 32, long: 1000, parallel: 8}
 	var shared *redistest.Server
+	w.setup = func(t *testing.T) { shared = redistest.Start(t) }
 	w.open = func(t *testing.T, r *simRun) (ledger.Store, func(*simRun, bool)) {
 		cfg := ledger.RedisConfig{Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}},
 			Prefix: redistest.Prefix(t)}
 		if !r.s.WaitReplicas {
-			once.Do(func() { shared = redistest.Start(t) })
-			if shared == nil {
-				t.Fatal("the shared redis-server did not start")
-			}
 			c := redis.NewClient(&redis.Options{Addr: shared.Addr, ContextTimeoutEnabled: true})
 			t.Cleanup(func() { c.Close() })
 			s, err := ledger.NewRedis(c, cfg)
