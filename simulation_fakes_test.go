@@ -264,12 +264,15 @@ func (s simStore) Sweep(ctx context.Context, limit int) ([]ledger.Record, error)
 type simLimiter struct {
 	r     *simRun
 	inner limiter.Limiter
+	// outage: the inner limiter has no store of its own to lose, so
+	// simLimiter fails its calls during the schedule's outage.
+	outage bool
 }
 
 func (l simLimiter) Allow(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
 	r := l.r
 	ci := callOf(ctx)
-	if s := r.s; s.OutageLen > 0 {
+	if s := r.s; l.outage && s.OutageLen > 0 {
 		since := time.Since(r.start)
 		if since >= s.OutageFrom && since < s.OutageFrom+s.OutageLen {
 			r.mu.Lock()
@@ -280,13 +283,20 @@ func (l simLimiter) Allow(ctx context.Context, req limiter.Request) (limiter.Dec
 			return limiter.Decision{}, &limiter.UnavailableError{Op: "allow", Err: context.DeadlineExceeded}
 		}
 	}
+	start := time.Now()
 	d, err := l.inner.Allow(ctx, req)
+	took := time.Since(start)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
 	case err != nil:
 		if ci != nil {
 			ci.limiterErrs++
+		}
+		if bound := limiterTimeout(r.w) + r.w.slack; !l.outage && took > bound {
+			r.violations = append(r.violations, fmt.Sprintf(
+				"an unavailable limiter answers within its Timeout: Allow failed after %v (Timeout %v, slack %v): %v",
+				took, limiterTimeout(r.w), r.w.slack, err))
 		}
 	case d.Allowed:
 		if req.Boundary == simHost {

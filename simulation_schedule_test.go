@@ -150,6 +150,9 @@ type schedule struct {
 	SDK, Twins bool
 	// Procs is how many worker processes share the jobs.
 	Procs int
+	// Redelivery is how long the job queue waits before it delivers a
+	// job again whose worker died (its visibility timeout).
+	Redelivery time.Duration
 	// Reconciler is the Transport's; Monitor is the periodic Monitor's
 	// (none: no Monitor) and the racing sweeps'.
 	Reconciler, Monitor recKind
@@ -162,6 +165,10 @@ type schedule struct {
 	// Flood is how many give-ups other callers of the process make before
 	// each SDK re-send.
 	Flood int
+	// FairQueue gives a Redis limiter a fair queue; LimiterLatency is the
+	// one-way delay to its Redis (Redis world with a rate limit only).
+	FairQueue      bool
+	LimiterLatency time.Duration
 	// WaitReplicas runs the ledger with RedisConfig.WaitReplicas 1.
 	WaitReplicas bool
 	// NoLedger runs the Transports without the action ledger (the Action
@@ -212,6 +219,10 @@ func drawSchedule(seed int64, w *simWorld) *schedule {
 		s.OutageFrom = time.Duration(rng.Int64N(int64(L)))
 		s.OutageLen = L/10 + time.Duration(rng.Int64N(int64(L)))
 	}
+	if w.limiter != nil && s.Limit > 0 {
+		s.FairQueue = rng.IntN(2) == 0
+		s.LimiterLatency = []time.Duration{0, 0, L / 4}[rng.IntN(3)]
+	}
 	if s.SDK && s.Limit == 0 && rng.IntN(12) == 0 { // a flood at 2/s would take hours
 		s.Flood = floodSize
 	}
@@ -229,7 +240,9 @@ func drawSchedule(seed int64, w *simWorld) *schedule {
 		}
 		s.Actions = append(s.Actions, a)
 	}
-	for range rng.IntN(4) {
+	faults := rng.IntN(4)
+	defer func() { s.Redelivery = []time.Duration{L + L/3, 2 * L, 4 * L}[rng.IntN(3)] }()
+	for range faults {
 		f := fault{Action: rng.IntN(n), Run: 1 + pick(70, 30), Point: point(rng.IntN(int(numPoints))), After: rng.IntN(2) == 0}
 		kinds := []float64{35, 15, 15, 12, 13, 0}
 		if s.WaitReplicas {
@@ -268,8 +281,11 @@ func (s *schedule) String() string {
 		b.WriteString(s.Inbound.String())
 		return b.String()
 	}
-	fmt.Fprintf(&b, "  provider honours keys %v, SDK re-sends %v, identical requests %v, processes %d\n",
-		s.Honours, s.SDK, s.Twins, s.Procs)
+	fmt.Fprintf(&b, "  provider honours keys %v, SDK re-sends %v, identical requests %v, processes %d, redelivery after %v\n",
+		s.Honours, s.SDK, s.Twins, s.Procs, s.Redelivery)
+	if s.FairQueue || s.LimiterLatency > 0 {
+		fmt.Fprintf(&b, "  Redis limiter: fair queue %v, latency %v\n", s.FairQueue, s.LimiterLatency)
+	}
 	fmt.Fprintf(&b, "  ledger %v, reconciler %s, monitor %s, limit %d/s, limiter outage %v+%v, flood %d, WaitReplicas %v, GetBody %v\n",
 		!s.NoLedger, s.Reconciler, s.Monitor, s.Limit, s.OutageFrom, s.OutageLen, s.Flood, s.WaitReplicas, s.GetBody)
 	for i, a := range s.Actions {

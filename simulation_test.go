@@ -80,6 +80,10 @@ type simWorld struct {
 	// setup, when set, starts what the world's schedules share, for the
 	// world's test.
 	setup func(t *testing.T)
+	// limiter, when set, is the shared limiter of a schedule with a rate
+	// limit, whose outage is its own (simLimiter injects none); nil means
+	// a limiter.Local whose outage simLimiter injects.
+	limiter func(t *testing.T, r *simRun) limiter.Limiter
 	// open starts the store for one schedule, closed with t's cleanup;
 	// lag starts replica lag (nil when the world has no replicas).
 	open func(t *testing.T, r *simRun) (ledger.Store, func(r *simRun, failover bool))
@@ -206,7 +210,10 @@ func newSimRun(t *testing.T, w *simWorld, s *schedule) *simRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.lim = simLimiter{r: r, inner: local}
+	r.lim = simLimiter{r: r, inner: local, outage: true}
+	if w.limiter != nil && s.Limit > 0 {
+		r.lim = simLimiter{r: r, inner: w.limiter(t, r)}
+	}
 	return r
 }
 
@@ -495,7 +502,7 @@ func (r *simRun) job(a int) {
 			r.mu.Lock()
 			r.died[a] = true
 			r.mu.Unlock()
-			time.Sleep(L + L/3) // the queue's visibility timeout
+			time.Sleep(r.s.Redelivery) // the queue's visibility timeout
 			continue
 		}
 		o := res.out

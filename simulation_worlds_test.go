@@ -3,6 +3,7 @@ package retrybudget_test
 import (
 	"context"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,9 +13,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/limiter"
 )
 
 // simWorlds are the stores TestSimulation runs against. PostgreSQL lives in
@@ -46,11 +49,12 @@ func redisWorld() *simWorld {
 		replicas: true, ci: 32, long: 1000, parallel: 8}
 	var shared *redistest.Server
 	w.setup = func(t *testing.T) { shared = redistest.Start(t) }
+	w.limiter = func(t *testing.T, r *simRun) limiter.Limiter { return redisLimiter(t, r, shared.Addr) }
 	w.open = func(t *testing.T, r *simRun) (ledger.Store, func(*simRun, bool)) {
 		cfg := ledger.RedisConfig{Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}},
 			Prefix: redistest.Prefix(t)}
 		if !r.s.WaitReplicas {
-			c := redis.NewClient(&redis.Options{Addr: shared.Addr, ContextTimeoutEnabled: true})
+			c := redis.NewClient(&redis.Options{Addr: shared.Addr, ContextTimeoutEnabled: true, MaintNotificationsConfig: noMaint()})
 			t.Cleanup(func() { c.Close() })
 			s, err := ledger.NewRedis(c, cfg)
 			if err != nil {
@@ -87,7 +91,7 @@ func startPair(t *testing.T) *redisPair {
 	if !waitLink(p.replica.Addr) {
 		t.Fatal("the replica's link never came up")
 	}
-	p.client = redis.NewClient(&redis.Options{ContextTimeoutEnabled: true,
+	p.client = redis.NewClient(&redis.Options{ContextTimeoutEnabled: true, MaintNotificationsConfig: noMaint(),
 		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, network, p.addr.Load().(string))
@@ -156,3 +160,102 @@ func waitLink(addr string) bool {
 	}
 	return false
 }
+
+// noMaint turns go-redis's maintenance notifications off. Left in its auto
+// mode, a server that refuses the handshake makes go-redis (v9.23) write
+// the client's shared options from each new connection under that
+// connection's own lock: with ledger.Redis's WaitReplicas, which takes a
+// Conn per write, -race reports it inside go-redis. The simulation is
+// after the library's faults, not that one.
+func noMaint() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+}
+
+// redisLimiter is the Redis world's limiter for a schedule with a rate
+// limit: limiter.Redis, fail-closed, with a fair queue when the schedule
+// draws one, over a link to the shared server that adds the schedule's
+// latency and stalls (answers nothing) during its limiter outage.
+func redisLimiter(t *testing.T, r *simRun, addr string) limiter.Limiter {
+	s := r.s
+	link := &simLink{r: r}
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaintNotificationsConfig: noMaint(),
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &simConn{Conn: conn, link: link}, nil
+		}})
+	t.Cleanup(func() { c.Close() })
+	cfg := limiter.RedisConfig{Limits: []limiter.Limit{limiter.PerSecond(s.Limit)}, BoundaryKey: redistest.BoundaryKey(),
+		Prefix: redistest.Prefix(t), OnUnavailable: limiter.FailClosed, Timeout: limiterTimeout(r.w)}
+	if s.FairQueue {
+		cfg.Queue = &limiter.FairQueue{}
+	}
+	lim, err := limiter.NewRedis(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
+
+// simLink is the network between the processes and the limiter's Redis.
+type simLink struct{ r *simRun }
+
+// stalledUntil returns the end of the outage when now is inside it.
+func (l *simLink) stalledUntil(now time.Time) (time.Time, bool) {
+	s := l.r.s
+	from := l.r.start.Add(s.OutageFrom)
+	until := from.Add(s.OutageLen)
+	return until, s.OutageLen > 0 && !now.Before(from) && now.Before(until)
+}
+
+// simConn delays each write by the link's latency, and answers nothing
+// while the link stalls (until the read deadline, as a hung Redis).
+type simConn struct {
+	net.Conn
+	link *simLink
+	mu   sync.Mutex // guards readDeadline
+	// readDeadline is the deadline go-redis set for reads.
+	readDeadline time.Time
+}
+
+func (c *simConn) Write(p []byte) (int, error) {
+	if d := c.link.r.s.LimiterLatency; d > 0 {
+		time.Sleep(d) // the request travels
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *simConn) Read(p []byte) (int, error) {
+	if until, stalled := c.link.stalledUntil(time.Now()); stalled {
+		c.mu.Lock()
+		dl := c.readDeadline
+		c.mu.Unlock()
+		if !dl.IsZero() && dl.Before(until) {
+			time.Sleep(time.Until(dl))
+			return 0, os.ErrDeadlineExceeded
+		}
+		time.Sleep(time.Until(until))
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *simConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.readDeadline = t
+	c.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *simConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.readDeadline = t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+// limiterTimeout is the Redis limiter's Timeout in world w: half a lease,
+// longer than a round trip over the slowest link a schedule draws.
+func limiterTimeout(w *simWorld) time.Duration { return w.lease / 2 }
