@@ -141,6 +141,8 @@ func (p *simProvider) serve(req *http.Request) (*http.Response, error) {
 		return answer(req, http.StatusInternalServerError, nil, "oops"), nil
 	case kind == replyDrop:
 		return nil, errors.New("simulation: connection reset after the provider applied")
+	case p.r.s.Actions[ci.action].Stream:
+		return p.stream(req, ci.action), nil
 	}
 	return answer(req, http.StatusCreated, nil, fmt.Sprintf(`{"order":%d}`, ci.action)), nil
 }
@@ -330,4 +332,29 @@ func (b *trackedBody) isClosed() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.closed
+}
+
+// stream answers 201 with a body that sends its first bytes at once and
+// the rest a third of a lease later, as a server-sent event stream does.
+func (p *simProvider) stream(req *http.Request, a int) *http.Response {
+	pr, pw := io.Pipe()
+	p.r.wg.Add(1)
+	go func() {
+		defer p.r.wg.Done()
+		if _, err := io.WriteString(pw, "data: {\"order\":"+fmt.Sprint(a)+"}\n\n"); err != nil {
+			return
+		}
+		t := time.NewTimer(p.r.w.lease / 3)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			io.WriteString(pw, "data: [DONE]\n\n")
+			pw.Close()
+		case <-req.Context().Done():
+			pw.CloseWithError(req.Context().Err())
+		}
+	}()
+	resp := answer(req, http.StatusCreated, http.Header{"Content-Type": {"text/event-stream"}, "X-Sim-Stream": {"1"}}, "")
+	resp.Body, resp.ContentLength = pr, -1
+	return resp
 }

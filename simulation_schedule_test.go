@@ -136,6 +136,9 @@ type simAction struct {
 	// Replies are the provider's answers to its arrivals, in order; past
 	// the list it answers ok.
 	Replies []replyKind
+	// Stream: the provider streams its ok answers (server-sent events):
+	// the first bytes at once, the rest a third of a lease later.
+	Stream bool
 }
 
 // schedule is one drawn run.
@@ -241,7 +244,12 @@ func drawSchedule(seed int64, w *simWorld) *schedule {
 		s.Actions = append(s.Actions, a)
 	}
 	faults := rng.IntN(4)
-	defer func() { s.Redelivery = []time.Duration{L + L/3, 2 * L, 4 * L}[rng.IntN(3)] }()
+	defer func() {
+		s.Redelivery = []time.Duration{L + L/3, 2 * L, 4 * L}[rng.IntN(3)]
+		for i := range s.Actions {
+			s.Actions[i].Stream = rng.IntN(8) == 0
+		}
+	}()
 	for range faults {
 		f := fault{Action: rng.IntN(n), Run: 1 + pick(70, 30), Point: point(rng.IntN(int(numPoints))), After: rng.IntN(2) == 0}
 		kinds := []float64{35, 15, 15, 12, 13, 0}
@@ -289,7 +297,7 @@ func (s *schedule) String() string {
 	fmt.Fprintf(&b, "  ledger %v, reconciler %s, monitor %s, limit %d/s, limiter outage %v+%v, flood %d, WaitReplicas %v, GetBody %v\n",
 		!s.NoLedger, s.Reconciler, s.Monitor, s.Limit, s.OutageFrom, s.OutageLen, s.Flood, s.WaitReplicas, s.GetBody)
 	for i, a := range s.Actions {
-		fmt.Fprintf(&b, "  action %d: start %v, deadline %v, replies %v\n", i, a.Start, a.Deadline, a.Replies)
+		fmt.Fprintf(&b, "  action %d: start %v, deadline %v, replies %v, streamed %v\n", i, a.Start, a.Deadline, a.Replies, a.Stream)
 	}
 	for _, f := range s.Faults {
 		fmt.Fprintf(&b, "  fault: %s\n", f)

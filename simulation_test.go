@@ -557,6 +557,7 @@ func (r *simRun) call(a, run int, p *simProc) callResult {
 		status := 0
 		if resp != nil {
 			status = resp.StatusCode
+			r.readFirst(a, resp)
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
@@ -587,6 +588,26 @@ func (r *simRun) call(a, run int, p *simProc) callResult {
 	}
 	r.checkCall(res)
 	return res
+}
+
+// firstByteWait bounds how long a streamed response's first bytes may
+// take to reach the caller after RoundTrip returned: the Transport reads
+// ahead at most a second (settleWait) to store the answer.
+const firstByteWait = time.Second
+
+// readFirst reads the first byte of a streamed response and checks that it
+// came as it arrived, not held until the stream ended.
+func (r *simRun) readFirst(a int, resp *http.Response) {
+	if resp.Header.Get("X-Sim-Stream") == "" {
+		return
+	}
+	start := time.Now()
+	var b [1]byte
+	n, err := resp.Body.Read(b[:])
+	if took := time.Since(start); n == 0 || took > firstByteWait+r.w.slack {
+		r.violate("a streamed response is readable as it arrives",
+			"action %d: first byte after %v (read %d, %v); the provider sent it at once", a, took, n, err)
+	}
 }
 
 // request is the caller's request for action a, its SDK's send n.
