@@ -295,10 +295,10 @@ func (l simLimiter) Allow(ctx context.Context, req limiter.Request) (limiter.Dec
 		if ci != nil {
 			ci.limiterErrs++
 		}
-		if bound := limiterTimeout(r.w) + r.w.slack; !l.outage && took > bound {
+		if bound := limiterTimeout(r.w) * 3 / 2; !l.outage && took > bound {
 			r.violations = append(r.violations, fmt.Sprintf(
 				"an unavailable limiter answers within its Timeout: Allow failed after %v (Timeout %v, slack %v): %v",
-				took, limiterTimeout(r.w), r.w.slack, err))
+				took, limiterTimeout(r.w), bound-limiterTimeout(r.w), err))
 		}
 	case d.Allowed:
 		if req.Boundary == simHost {

@@ -36,6 +36,10 @@ func (r *simRun) checkCall(res callResult) {
 		r.violate("unsent action reported as uncertain",
 			"action %d run %d: ErrUncertain, but nothing ever reached the provider and no owner marked it as sending", a, res.ci.run)
 	}
+	if errors.Is(o.Reason, retrybudget.ErrRateLimited) && o.RetryAt.IsZero() {
+		r.violate("a rate limit says when to come back",
+			"action %d run %d: ErrRateLimited without RetryAt", a, res.ci.run)
+	}
 	if errors.Is(o.Reason, retrybudget.ErrRateLimited) && limErrs > 0 && limRefusals == 0 {
 		r.violate("unavailable limiter reported as a rate limit",
 			"action %d run %d: the limiter only failed (%d errors, no refusal), the caller got ErrRateLimited", a, res.ci.run, limErrs)

@@ -22,7 +22,8 @@ import (
 //   - a store reply is lost after the write happened;
 //   - a store call stalls longer than the lease (it still runs, late, as a
 //     frozen Redis runs the command once it wakes);
-//   - a second delivery of the same job races the owner at a step;
+//   - a second delivery of the same job races the owner at a step, and
+//     the job queue delivers a finished job once more later;
 //   - a Monitor sweep with its Reconciler races the owner at a step, and a
 //     periodic Monitor runs beside the workload;
 //   - replicas stop acknowledging for a while (replica lag), then catch up
@@ -139,6 +140,9 @@ type simAction struct {
 	// Stream: the provider streams its ok answers (server-sent events):
 	// the first bytes at once, the rest a third of a lease later.
 	Stream bool
+	// Again: the job queue (at least once) delivers the job once more,
+	// a redelivery delay after it finished.
+	Again bool
 }
 
 // schedule is one drawn run.
@@ -249,6 +253,9 @@ func drawSchedule(seed int64, w *simWorld) *schedule {
 		for i := range s.Actions {
 			s.Actions[i].Stream = rng.IntN(8) == 0
 		}
+		for i := range s.Actions {
+			s.Actions[i].Again = rng.IntN(3) == 0
+		}
 	}()
 	for range faults {
 		f := fault{Action: rng.IntN(n), Run: 1 + pick(70, 30), Point: point(rng.IntN(int(numPoints))), After: rng.IntN(2) == 0}
@@ -297,7 +304,7 @@ func (s *schedule) String() string {
 	fmt.Fprintf(&b, "  ledger %v, reconciler %s, monitor %s, limit %d/s, limiter outage %v+%v, flood %d, WaitReplicas %v, GetBody %v\n",
 		!s.NoLedger, s.Reconciler, s.Monitor, s.Limit, s.OutageFrom, s.OutageLen, s.Flood, s.WaitReplicas, s.GetBody)
 	for i, a := range s.Actions {
-		fmt.Fprintf(&b, "  action %d: start %v, deadline %v, replies %v, streamed %v\n", i, a.Start, a.Deadline, a.Replies, a.Stream)
+		fmt.Fprintf(&b, "  action %d: start %v, deadline %v, replies %v, streamed %v, delivered again %v\n", i, a.Start, a.Deadline, a.Replies, a.Stream, a.Again)
 	}
 	for _, f := range s.Faults {
 		fmt.Fprintf(&b, "  fault: %s\n", f)

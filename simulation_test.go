@@ -36,8 +36,12 @@ import (
 //     not list;
 //   - the limiter never grants more than the limit in any window, nor
 //     during a cooldown the provider asked for; an unavailable limiter is
-//     reported as ErrLimiter, not as a rate limit;
-//   - every caller's request body is closed (the RoundTripper contract).
+//     reported as ErrLimiter, not as a rate limit, and a failing Allow
+//     returns within its Timeout and half of it; ErrRateLimited carries a
+//     RetryAt;
+//   - every caller's request body is closed (the RoundTripper contract);
+//   - a streamed answer's first bytes reach the caller within a second
+//     (the Transport's read-ahead to store it), not when the stream ends.
 //
 // A failing schedule prints its seed, its schedule and the broken
 // invariants; rerun it with -sim.seed=N (or RETRYBUDGET_SIM_SEED=N). The
@@ -494,8 +498,21 @@ func (r *simRun) run() {
 // RetryAt; an uncertain outcome is an operator's), and delivers it again
 // after a lease when its worker died.
 func (r *simRun) job(a int) {
-	L := r.w.lease
 	time.Sleep(r.s.Actions[a].Start)
+	r.deliver(a)
+	if r.s.Actions[a].Again {
+		time.Sleep(r.s.Redelivery)
+		r.mu.Lock()
+		r.raced[a] = true // a duplicate: the provider's key or the ledger must absorb it
+		r.mu.Unlock()
+		r.logf("queue: action %d delivered again", a)
+		r.call(a, maxRuns+1, r.proc(a%len(r.procs)))
+	}
+}
+
+// deliver runs one delivery of action a's job to its end.
+func (r *simRun) deliver(a int) {
+	L := r.w.lease
 	for run := 1; run <= maxRuns; run++ {
 		res := r.call(a, run, r.proc((a+run-1)%len(r.procs)))
 		if res.died {
