@@ -79,7 +79,7 @@ type simWorld struct {
 	inbound bool
 	// ci and long are the schedules per run in CI and in long mode.
 	ci, long int
-	// parallel runs schedules as parallel subtests (real time only).
+	// parallel > 1 runs schedules as parallel subtests.
 	parallel int
 	// setup, when set, starts what the world's schedules share, for the
 	// world's test.
