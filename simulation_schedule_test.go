@@ -228,7 +228,7 @@ func drawSchedule(seed int64, w *simWorld) *schedule {
 	}
 	if w.limiter != nil && s.Limit > 0 {
 		s.FairQueue = rng.IntN(2) == 0
-		s.LimiterLatency = []time.Duration{0, 0, L / 4}[rng.IntN(3)]
+		s.LimiterLatency = []time.Duration{0, L / 8, L / 4}[rng.IntN(3)]
 	}
 	if s.SDK && s.Limit == 0 && rng.IntN(30) == 0 { // a flood at 2/s would take hours
 		s.Flood = floodSize
