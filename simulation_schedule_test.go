@@ -178,6 +178,9 @@ type schedule struct {
 	LimiterLatency time.Duration
 	// WaitReplicas runs the ledger with RedisConfig.WaitReplicas 1.
 	WaitReplicas bool
+	// Lags are replica lag episodes at times of the run, beside those
+	// faults start at a step (WaitReplicas only).
+	Lags []lagEpisode
 	// NoLedger runs the Transports without the action ledger (the Action
 	// still names each call's key).
 	NoLedger bool
@@ -256,6 +259,11 @@ func drawSchedule(seed int64, w *simWorld) *schedule {
 		for i := range s.Actions {
 			s.Actions[i].Again = rng.IntN(3) == 0
 		}
+		if s.WaitReplicas {
+			for range rng.IntN(3) {
+				s.Lags = append(s.Lags, lagEpisode{At: time.Duration(rng.Int64N(int64(3 * L))), Failover: rng.IntN(2) == 0})
+			}
+		}
 	}()
 	for range faults {
 		f := fault{Action: rng.IntN(n), Run: 1 + pick(70, 30), Point: point(rng.IntN(int(numPoints))), After: rng.IntN(2) == 0}
@@ -309,5 +317,15 @@ func (s *schedule) String() string {
 	for _, f := range s.Faults {
 		fmt.Fprintf(&b, "  fault: %s\n", f)
 	}
+	for _, l := range s.Lags {
+		fmt.Fprintf(&b, "  fault: replica-lag at %v, then failover %v\n", l.At, l.Failover)
+	}
 	return b.String()
+}
+
+// lagEpisode is replica lag starting at At into the run, ending in a
+// failover or a catch-up.
+type lagEpisode struct {
+	At       time.Duration
+	Failover bool
 }

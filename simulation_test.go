@@ -478,6 +478,18 @@ func (r *simRun) run() {
 			Reconciler: r.reconciler(r.s.Monitor), Owner: "monitor", Report: r.report})
 	}
 	var jobs sync.WaitGroup
+	for _, l := range r.s.Lags {
+		if r.lag == nil {
+			break
+		}
+		jobs.Add(1)
+		go func() {
+			defer jobs.Done()
+			time.Sleep(l.At)
+			r.logf("FAULT replica-lag, then failover %v", l.Failover)
+			r.lag(r, l.Failover)
+		}()
+	}
 	for a := range r.s.Actions {
 		jobs.Add(1)
 		go func() {

@@ -79,7 +79,7 @@ type redisPair struct {
 	primary, replica *redistest.Server
 	addr             atomic.Value // string: the current primary
 	client           *redis.Client
-	mu               sync.Mutex // guards lagging
+	mu               sync.Mutex // guards primary, replica after start, and lagging
 	lagging          bool
 }
 
@@ -110,8 +110,9 @@ func (p *redisPair) lag(r *simRun, failover bool) {
 		return
 	}
 	p.lagging = true
+	primary, replica := p.primary, p.replica
 	p.mu.Unlock()
-	pid := p.replica.Pid()
+	pid := replica.Pid()
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
 	r.logf("replica: lagging")
 	r.wg.Add(1)
@@ -119,7 +120,7 @@ func (p *redisPair) lag(r *simRun, failover bool) {
 		defer r.wg.Done()
 		time.Sleep(r.w.lease / 2)
 		if failover {
-			p.primary.Kill()
+			primary.Kill()
 		}
 		_ = syscall.Kill(pid, syscall.SIGCONT)
 		if !failover {
@@ -129,19 +130,22 @@ func (p *redisPair) lag(r *simRun, failover bool) {
 			p.mu.Unlock()
 			return
 		}
-		rc := redis.NewClient(&redis.Options{Addr: p.replica.Addr})
+		rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
 		defer rc.Close()
 		if err := rc.ReplicaOf(context.Background(), "NO", "ONE").Err(); err != nil {
 			r.logf("replica: promotion failed: %v", err)
 			return
 		}
-		p.addr.Store(p.replica.Addr)
+		p.addr.Store(replica.Addr)
 		r.logf("replica: promoted after the primary died")
 		// A new replica joins the promoted primary, as Sentinel would
 		// re-attach one, so WaitReplicas can be met again.
-		host, port, _ := net.SplitHostPort(p.replica.Addr)
+		host, port, _ := net.SplitHostPort(replica.Addr)
 		next := redistest.StartWith(r.t, "--replicaof", host, port)
 		waitLink(next.Addr)
+		p.mu.Lock()
+		p.primary, p.replica, p.lagging = replica, next, false
+		p.mu.Unlock()
 		r.logf("replica: a new replica is in sync")
 	}()
 }
