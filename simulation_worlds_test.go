@@ -29,7 +29,7 @@ func simWorlds() []*simWorld {
 // memoryWorld is ledger.Memory in virtual time: a 30 s lease costs nothing.
 func memoryWorld() *simWorld {
 	return &simWorld{name: "Memory", lease: 30 * time.Second, slack: 100 * time.Millisecond,
-		virtual: true, inbound: true, ci: 300, long: 20_000, parallel: 4,
+		virtual: true, inbound: true, ci: 800, long: 20_000, parallel: 4,
 		open: func(*testing.T, *simRun) (ledger.Store, func(*simRun, bool)) {
 			return ledger.NewMemory(ledger.MemoryConfig{}), nil
 		}}
