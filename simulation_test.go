@@ -43,12 +43,17 @@ import (
 //   - a streamed answer's first bytes reach the caller within a second
 //     (the Transport's read-ahead to store it), not when the stream ends.
 //
-// A failing schedule prints its seed, its schedule and the broken
-// invariants; rerun it with -sim.seed=N (or RETRYBUDGET_SIM_SEED=N). The
-// Memory store runs in virtual time (testing/synctest), so a seed reruns
-// the same interleaving; Redis runs in real time with a shorter lease, so
-// a seed reruns the same schedule of faults. -sim.schedules=N or
-// RETRYBUDGET_LONG=1 runs more schedules than the CI budget.
+// A failing schedule prints its seed, its schedule, the broken invariants
+// and a trace; rerun it with -sim.seed=N (or RETRYBUDGET_SIM_SEED=N). A
+// seed always draws the same schedule. The Memory store runs in virtual
+// time (testing/synctest) and a racer runs on the owner's goroutine, so a
+// seed mostly reruns the same interleaving too; goroutines woken at the
+// same virtual instant run in the scheduler's order, and code that walks a
+// map (a full give-up memory) in Go's random order. Redis runs in real
+// time with a 300 ms lease, so its seeds rerun the faults, not the timing.
+// The CI budget is 800 Memory and 32 Redis schedules (about 90 s with
+// -race on two cores); -sim.schedules=N or RETRYBUDGET_LONG=1 (20,000 and
+// 1,000) runs more.
 func TestSimulation(t *testing.T) {
 	for _, w := range simWorlds() {
 		t.Run(w.name, func(t *testing.T) { runSimulation(t, w) })
