@@ -97,6 +97,13 @@ func (r *simRun) checkEnd() {
 		if effects > 0 && rec.State == ledger.StateFailed {
 			r.violate("applied action recorded as not applied", "action %d: applied, recorded failed (no effect): %q", a, rec.Reason)
 		}
+		if arrivals > 0 && !rec.Sending {
+			// Store.MarkSending: the mark stays for the record's life, and
+			// nothing is sent without it; a record that lost it reads as
+			// provably unsent once its lease ends.
+			r.violate("applied action recorded as not applied",
+				"action %d: the provider got %d of its requests, the record (%s) is not marked as sending", a, arrivals, rec.State)
+		}
 		if rec.State == ledger.StateUncertain && arrivals == 0 && marks == 0 {
 			r.violate("unsent action recorded as uncertain",
 				"action %d: uncertain (%q), but nothing ever reached the provider and no owner marked it as sending", a, rec.Reason)
