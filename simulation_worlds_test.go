@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -79,14 +78,17 @@ type redisPair struct {
 	primary, replica *redistest.Server
 	addr             atomic.Value // string: the current primary
 	client           *redis.Client
-	mu               sync.Mutex // guards primary, replica after start, and lagging
+	mu               sync.Mutex // guards primary, replica and link after start, and lagging
 	lagging          bool
+	// link relays the primary's replication stream to the replica.
+	link *replLink
 }
 
 func startPair(t *testing.T) *redisPair {
 	p := &redisPair{primary: redistest.StartWith(t, "--repl-diskless-sync-delay", "0")}
-	host, port, _ := net.SplitHostPort(p.primary.Addr)
-	p.replica = redistest.StartWith(t, "--replicaof", host, port)
+	p.link = startReplLink(t, p.primary.Addr)
+	host, port, _ := net.SplitHostPort(p.link.Addr())
+	p.replica = redistest.StartWith(t, "--replicaof", host, port, "--repl-diskless-sync-delay", "0")
 	p.addr.Store(p.primary.Addr)
 	if !waitLink(p.replica.Addr) {
 		t.Fatal("the replica's link never came up")
@@ -100,9 +102,10 @@ func startPair(t *testing.T) *redisPair {
 	return p
 }
 
-// lag stops the replica (SIGSTOP: it acknowledges nothing) for half a
-// lease; then it resumes and catches up, or, with failover, the primary is
-// SIGKILLed and the replica promoted, and every client follows it.
+// lag holds the replication stream (the replica receives and acknowledges
+// nothing) for half a lease; then it flows again and the replica catches
+// up, or, with failover, the link is cut (the held writes are lost), the
+// primary SIGKILLed and the replica promoted, and every client follows it.
 func (p *redisPair) lag(r *simRun, failover bool) {
 	p.mu.Lock()
 	if p.lagging {
@@ -110,19 +113,20 @@ func (p *redisPair) lag(r *simRun, failover bool) {
 		return
 	}
 	p.lagging = true
-	primary, replica := p.primary, p.replica
+	primary, replica, link := p.primary, p.replica, p.link
 	p.mu.Unlock()
-	pid := replica.Pid()
-	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	link.hold()
 	r.logf("replica: lagging")
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		time.Sleep(r.w.lease / 2)
 		if failover {
+			link.cut() // what the replica had not received is lost with the primary
 			primary.Kill()
+		} else {
+			link.release()
 		}
-		_ = syscall.Kill(pid, syscall.SIGCONT)
 		if !failover {
 			r.logf("replica: caught up")
 			p.mu.Lock()
@@ -140,11 +144,12 @@ func (p *redisPair) lag(r *simRun, failover bool) {
 		r.logf("replica: promoted after the primary died")
 		// A new replica joins the promoted primary, as Sentinel would
 		// re-attach one, so WaitReplicas can be met again.
-		host, port, _ := net.SplitHostPort(replica.Addr)
-		next := redistest.StartWith(r.t, "--replicaof", host, port)
+		nextLink := startReplLink(r.t, replica.Addr)
+		host, port, _ := net.SplitHostPort(nextLink.Addr())
+		next := redistest.StartWith(r.t, "--replicaof", host, port, "--repl-diskless-sync-delay", "0")
 		waitLink(next.Addr)
 		p.mu.Lock()
-		p.primary, p.replica, p.lagging = replica, next, false
+		p.primary, p.replica, p.link, p.lagging = replica, next, nextLink, false
 		p.mu.Unlock()
 		r.logf("replica: a new replica is in sync")
 	}()
