@@ -1,0 +1,191 @@
+package retrybudget_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/retrybudget/retrybudget/idempotency"
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// inboundSchedule is a workload of the inbound middleware: clients send
+// actions to a guarded handler that does one effect per run, and retry
+// (on 5xx and on 409 with Retry-After), once even while the handler runs.
+type inboundSchedule struct {
+	// Atomic runs the middleware with Config.Atomic over a store with
+	// transactions.
+	Atomic bool
+	Keys   []inboundKey
+}
+
+// inboundKey is one action of the inbound workload and its handler's
+// behaviour.
+type inboundKey struct {
+	// InTx does the effect inside the action's transaction (Atomic only);
+	// otherwise the handler calls MarkEffect and then does it.
+	InTx bool
+	// Statuses are the handler's answers to its runs, in order; past the
+	// list it answers 201.
+	Statuses []int
+	// RetryMid has the client retry while the handler's first run is
+	// between its effect and its answer.
+	RetryMid bool
+}
+
+func drawInbound(rng *rand.Rand) *inboundSchedule {
+	in := &inboundSchedule{Atomic: rng.IntN(2) == 0}
+	for range 1 + rng.IntN(3) {
+		k := inboundKey{InTx: in.Atomic && rng.IntN(2) == 0, RetryMid: rng.IntN(2) == 0}
+		for range 2 {
+			k.Statuses = append(k.Statuses, []int{201, 201, 503, 500, 429}[rng.IntN(5)])
+		}
+		in.Keys = append(in.Keys, k)
+	}
+	return in
+}
+
+func (in *inboundSchedule) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  inbound middleware, Atomic %v\n", in.Atomic)
+	for i, k := range in.Keys {
+		fmt.Fprintf(&b, "  key %d: effect in the transaction %v, answers %v, client retries mid-handler %v\n",
+			i, k.InTx, k.Statuses, k.RetryMid)
+	}
+	return b.String()
+}
+
+// runInbound runs the inbound workload and checks that each action's
+// effect happened at most once and is never recorded as not applied.
+func (r *simRun) runInbound() {
+	in := r.s.Inbound
+	var store ledger.Store = r.store
+	if in.Atomic {
+		store = &txStore{Store: r.store}
+	}
+	var mu sync.Mutex
+	effects, runs := map[int]int{}, map[int]int{}
+	var guard http.Handler
+	handler := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		i, _ := strconv.Atoi(req.Header.Get("X-Sim-Key"))
+		mu.Lock()
+		run := runs[i]
+		runs[i]++
+		mu.Unlock()
+		k := in.Keys[i]
+		status := 201
+		if run < len(k.Statuses) {
+			status = k.Statuses[run]
+		}
+		apply := func() {
+			mu.Lock()
+			effects[i]++
+			mu.Unlock()
+		}
+		if tx, ok := req.Context().Value(txKey{}).(*memTx); ok && k.InTx {
+			tx.effects = append(tx.effects, apply)
+		} else {
+			idempotency.MarkEffect(req.Context())
+			apply()
+		}
+		r.logf("handler: key %d run %d: effect done, answers %d", i, run, status)
+		if run == 0 && k.RetryMid {
+			rec := httptest.NewRecorder()
+			guard.ServeHTTP(rec, inboundRequest(i))
+			r.logf("client: key %d retried mid-handler: %d %s", i, rec.Code, rec.Header().Get("Content-Type"))
+		}
+		w.WriteHeader(status)
+	})
+	guard = idempotency.New(idempotency.Config{Store: store, Tenant: func(*http.Request) string { return "acme" },
+		Atomic: in.Atomic, Lease: r.w.lease, Owner: "server"})(handler)
+	for i := range in.Keys {
+		for try := range 4 {
+			rec := httptest.NewRecorder()
+			guard.ServeHTTP(rec, inboundRequest(i))
+			r.logf("client: key %d try %d: %d retry-after %q", i, try, rec.Code, rec.Header().Get("Retry-After"))
+			retry := rec.Code >= 500 || (rec.Code == http.StatusConflict || rec.Code == http.StatusTooManyRequests) && rec.Header().Get("Retry-After") != ""
+			if !retry {
+				break
+			}
+			ra, _ := strconv.Atoi(rec.Header().Get("Retry-After"))
+			time.Sleep(time.Duration(max(ra, 1)) * time.Second)
+		}
+	}
+	time.Sleep(2 * r.w.lease)
+	for i := range in.Keys {
+		mu.Lock()
+		n := effects[i]
+		mu.Unlock()
+		if n > 1 {
+			r.violate("at most one effect per action", "inbound key %d: the handler's effect happened %d times", i, n)
+		}
+		recd, err := r.store.Get(context.Background(), inboundAction(i))
+		if err != nil {
+			if n > 0 {
+				r.violate("applied action recorded as not applied", "inbound key %d: applied, no record: %v", i, err)
+			}
+			continue
+		}
+		r.logf("end: key %d: %s, %d effects", i, recd.State, n)
+		if n > 0 && recd.State == ledger.StateFailed {
+			r.violate("applied action recorded as not applied", "inbound key %d: applied, recorded failed (no effect): %q", i, recd.Reason)
+		}
+	}
+	r.wg.Wait()
+}
+
+func inboundRequest(i int) *http.Request {
+	req := httptest.NewRequest(http.MethodPost, "http://api.sim/v1/activations", strings.NewReader(fmt.Sprintf(`{"n":%d}`, i)))
+	req.Header.Set("Idempotency-Key", "key-"+strconv.Itoa(i))
+	req.Header.Set("X-Sim-Key", strconv.Itoa(i))
+	return req
+}
+
+// inboundAction is the ledger key the middleware uses for key i: tenant
+// "acme", the route's operation, the client's key.
+func inboundAction(i int) ledger.Key {
+	return ledger.Key{Tenant: "acme", Operation: "POST /v1/activations", Key: "key-" + strconv.Itoa(i)}
+}
+
+// txStore gives a store transactions in memory, as ledger.Atomic asks: the
+// effects a handler does through the transaction apply when it commits
+// (completes the record), and none when it rolls back.
+type txStore struct{ ledger.Store }
+
+type txKey struct{}
+
+func (s *txStore) BeginAtomic(ctx context.Context, k ledger.Key, token int64) (ledger.AtomicTx, error) {
+	return &memTx{s: s.Store, k: k, token: token}, nil
+}
+
+type memTx struct {
+	s       ledger.Store
+	k       ledger.Key
+	token   int64
+	effects []func()
+}
+
+func (tx *memTx) Context(ctx context.Context) context.Context {
+	return context.WithValue(ctx, txKey{}, tx)
+}
+
+func (tx *memTx) Complete(ctx context.Context, o ledger.Outcome) error {
+	if err := tx.s.Complete(ctx, tx.k, tx.token, o); err != nil {
+		return err
+	}
+	for _, f := range tx.effects {
+		f()
+	}
+	return nil
+}
+
+func (tx *memTx) Rollback(context.Context) error {
+	tx.effects = nil
+	return nil
+}

@@ -1,0 +1,331 @@
+package retrybudget_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// A schedule is everything a simulated run does, drawn from one seed before
+// the run starts: the workload (actions, their callers, the provider's
+// answers) and the faults. The same seed draws the same schedule, so a
+// printed seed reruns it.
+//
+// The fault set is fixed here, as general classes, not as schedules aimed
+// at one bug:
+//
+//   - a worker's process dies at a step of a call (before or after a store
+//     write: Reserve, the sending mark, an attempt record, settling, a lease
+//     renewal; before the provider got the request, or after it applied it
+//     and before it answered);
+//   - a store reply is lost after the write happened;
+//   - a store call stalls longer than the lease (it still runs, late, as a
+//     frozen Redis runs the command once it wakes);
+//   - a second delivery of the same job races the owner at a step, and
+//     the job queue delivers a finished job once more later;
+//   - a Monitor sweep with its Reconciler races the owner at a step, and a
+//     periodic Monitor runs beside the workload;
+//   - replicas stop acknowledging for a while (replica lag), then catch up
+//     or the primary dies and a replica is promoted (Redis with a replica,
+//     RedisConfig.WaitReplicas);
+//   - an SDK re-sends a call it got an error for, numbering its re-sends
+//     (X-Stainless-Retry-Count), and several actions carry identical
+//     requests;
+//   - the provider answers 429 with Retry-After (a cooldown) while a rate
+//     limiter grants slots, and the limiter's store is unavailable for a
+//     while;
+//   - other callers of the same process flood the give-up memory between
+//     a call and its SDK's re-send;
+//   - the inbound middleware is retried by its client while the handler
+//     runs (Atomic and not);
+//   - the provider honours idempotency keys, or not.
+
+// point is a step of a call where a fault can strike.
+type point uint8
+
+const (
+	atReserve point = iota
+	atMark
+	atAttempt
+	atSettle // Complete or Fail
+	atRenew
+	atSend // the provider: before is "never arrived", after is "applied, not answered"
+	numPoints
+)
+
+var pointNames = [...]string{"reserve", "mark", "attempt", "settle", "renew", "send"}
+
+func (p point) String() string { return pointNames[p] }
+
+// faultKind is what happens at a point.
+type faultKind uint8
+
+const (
+	faultDie        faultKind = iota // the worker's process dies
+	faultLostReply                   // the store wrote; its reply is lost
+	faultStall                       // the store call runs 1.5 leases late
+	faultRaceWorker                  // a second delivery of the job runs to its end
+	faultRaceSweep                   // a Monitor sweep with its Reconciler runs
+	faultLag                         // replicas stop acknowledging, then catch up or fail over
+)
+
+var faultNames = [...]string{"die", "lost-reply", "stall", "race-worker", "race-sweep", "replica-lag"}
+
+func (k faultKind) String() string { return faultNames[k] }
+
+// fault strikes at point of run Run of action Action, before or after the
+// step. Only the first matching step of that run triggers it.
+type fault struct {
+	Action, Run int
+	Point       point
+	After       bool
+	Kind        faultKind
+	// Failover, for faultLag, promotes a replica when the lag ends
+	// instead of letting it catch up.
+	Failover bool
+}
+
+func (f fault) String() string {
+	when := "before"
+	if f.After {
+		when = "after"
+	}
+	s := fmt.Sprintf("%s %s %s of action %d run %d", f.Kind, when, f.Point, f.Action, f.Run)
+	if f.Kind == faultLag {
+		s += map[bool]string{true: " then failover", false: " then catch-up"}[f.Failover]
+	}
+	return s
+}
+
+// recKind is a Reconciler's behaviour.
+type recKind uint8
+
+const (
+	recNone    recKind = iota
+	recExact           // asks the provider by the action: applied or not (unknown while a request is in flight)
+	recUnknown         // the provider cannot tell
+	recFailing         // the provider lookup fails
+)
+
+var recNames = [...]string{"none", "exact", "unknown", "failing"}
+
+func (k recKind) String() string { return recNames[k] }
+
+// replyKind is how the provider answers one arrival of an action.
+type replyKind uint8
+
+const (
+	replyOK          replyKind = iota // applies, 201
+	replyError                        // applies, 500
+	replyDrop                         // applies, then the connection drops
+	replyUnavailable                  // 503 Retry-After: 0, not applied
+	replyLimited                      // 429 Retry-After: 1, not applied (a cooldown)
+	replySlow                         // a third of a lease, then applies, 201
+)
+
+var replyNames = [...]string{"ok", "500", "drop", "503", "429", "slow"}
+
+func (k replyKind) String() string { return replyNames[k] }
+
+// simAction is one business action of the workload and its job's caller.
+type simAction struct {
+	// Start is when its job first runs, from the start of the run.
+	Start time.Duration
+	// Deadline bounds each call of the job; zero means none.
+	Deadline time.Duration
+	// Replies are the provider's answers to its arrivals, in order; past
+	// the list it answers ok.
+	Replies []replyKind
+	// Stream: the provider streams its ok answers (server-sent events):
+	// the first bytes at once, the rest a third of a lease later.
+	Stream bool
+	// Again: the job queue (at least once) delivers the job once more,
+	// a redelivery delay after it finished.
+	Again bool
+}
+
+// schedule is one drawn run.
+type schedule struct {
+	Seed int64
+	// Honours: the provider deduplicates by Idempotency-Key, and the
+	// Transport is told so (KeysHonoured); else it honours none and the
+	// Transport sends none (OmitKey).
+	Honours bool
+	// SDK: callers are an SDK that numbers its re-sends and re-sends twice
+	// on an error; Twins: every action's request is identical.
+	SDK, Twins bool
+	// Procs is how many worker processes share the jobs.
+	Procs int
+	// Redelivery is how long the job queue waits before it delivers a
+	// job again whose worker died (its visibility timeout).
+	Redelivery time.Duration
+	// Reconciler is the Transport's; Monitor is the periodic Monitor's
+	// (none: no Monitor) and the racing sweeps'.
+	Reconciler, Monitor recKind
+	// Limit is the limiter's rate per second; zero means no rate limit
+	// (a limiter still honours cooldowns when Outage or 429s need one).
+	Limit int
+	// OutageFrom and OutageLen mark the limiter's store unavailable
+	// (fail closed); zero length means never.
+	OutageFrom, OutageLen time.Duration
+	// Flood is how many give-ups other callers of the process make before
+	// each SDK re-send.
+	Flood int
+	// FairQueue gives a Redis limiter a fair queue; LimiterLatency is the
+	// one-way delay to its Redis (Redis world with a rate limit only).
+	FairQueue      bool
+	LimiterLatency time.Duration
+	// WaitReplicas runs the ledger with RedisConfig.WaitReplicas 1.
+	WaitReplicas bool
+	// Lags are replica lag episodes at times of the run, beside those
+	// faults start at a step (WaitReplicas only).
+	Lags []lagEpisode
+	// NoLedger runs the Transports without the action ledger (the Action
+	// still names each call's key).
+	NoLedger bool
+	// GetBody: callers build requests as http.NewRequest does for a
+	// bytes.Reader, with GetBody; else with a bare body.
+	GetBody bool
+	Actions []simAction
+	Faults  []fault
+	// Inbound, when set, runs the inbound middleware workload instead.
+	Inbound *inboundSchedule
+}
+
+// floodSize is the give-ups of a flood: more than any give-up memory a
+// Transport could be expected to keep without a cap per caller.
+const floodSize = 12_000
+
+// drawSchedule draws the schedule of seed for world w.
+func drawSchedule(seed int64, w *simWorld) *schedule {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	L := w.lease
+	pick := func(ps ...float64) int { // index drawn with weights ps
+		x := rng.Float64() * sum(ps)
+		for i, p := range ps {
+			if x < p {
+				return i
+			}
+			x -= p
+		}
+		return len(ps) - 1
+	}
+	s := &schedule{Seed: seed}
+	if w.inbound && rng.IntN(4) == 0 {
+		s.Inbound = drawInbound(rng)
+		return s
+	}
+	s.Honours = rng.IntN(2) == 0
+	s.SDK = rng.IntN(2) == 0
+	s.Twins = s.SDK && rng.IntN(2) == 0
+	s.Procs = 1 + rng.IntN(2)
+	s.Reconciler = recKind(pick(50, 20, 15, 15))
+	s.Monitor = recKind(pick(50, 20, 15, 15))
+	if rng.IntN(10) < 3 {
+		s.Limit = []int{2, 5}[rng.IntN(2)]
+	}
+	if rng.IntN(10) == 0 {
+		s.OutageFrom = time.Duration(rng.Int64N(int64(L)))
+		s.OutageLen = L/10 + time.Duration(rng.Int64N(int64(L)))
+	}
+	if w.limiter != nil && s.Limit > 0 {
+		s.FairQueue = rng.IntN(2) == 0
+		s.LimiterLatency = []time.Duration{0, L / 8, L / 4}[rng.IntN(3)]
+	}
+	if s.SDK && s.Limit == 0 && rng.IntN(30) == 0 { // a flood at 2/s would take hours
+		s.Flood = floodSize
+	}
+	s.WaitReplicas = w.replicas && rng.IntN(2) == 0
+	s.NoLedger = !s.WaitReplicas && rng.IntN(5) == 0
+	s.GetBody = rng.IntN(2) == 0
+	n := 2 + rng.IntN(3)
+	for range n {
+		a := simAction{Start: (time.Duration(rng.Int64N(int64(L/10))) / time.Millisecond) * time.Millisecond}
+		if rng.IntN(2) == 0 {
+			a.Deadline = []time.Duration{L / 10, L / 2, 2 * L}[rng.IntN(3)]
+		}
+		for range 3 {
+			a.Replies = append(a.Replies, replyKind(pick(50, 12, 12, 10, 8, 8)))
+		}
+		s.Actions = append(s.Actions, a)
+	}
+	faults := rng.IntN(4)
+	defer func() {
+		s.Redelivery = []time.Duration{L + L/3, 2 * L, 4 * L}[rng.IntN(3)]
+		for i := range s.Actions {
+			s.Actions[i].Stream = rng.IntN(8) == 0
+		}
+		for i := range s.Actions {
+			s.Actions[i].Again = rng.IntN(3) == 0
+		}
+		if s.WaitReplicas {
+			for range rng.IntN(3) {
+				s.Lags = append(s.Lags, lagEpisode{At: time.Duration(rng.Int64N(int64(3 * L))), Failover: rng.IntN(2) == 0})
+			}
+		}
+	}()
+	for range faults {
+		f := fault{Action: rng.IntN(n), Run: 1 + pick(70, 30), Point: point(rng.IntN(int(numPoints))), After: rng.IntN(2) == 0}
+		kinds := []float64{35, 15, 15, 12, 13, 0}
+		if s.WaitReplicas {
+			kinds[faultLag] = 20
+		}
+		if f.Point == atSend { // the provider is no store: no reply lost, no stall
+			kinds[faultLostReply], kinds[faultStall], kinds[faultLag] = 0, 0, 0
+		}
+		f.Kind = faultKind(pick(kinds...))
+		switch f.Kind {
+		case faultLostReply:
+			f.After = true
+		case faultStall:
+			f.After = false
+		case faultLag:
+			f.Failover = rng.IntN(2) == 0
+		}
+		s.Faults = append(s.Faults, f)
+	}
+	return s
+}
+
+func sum(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+// String prints the schedule, one fact per line, for a violation's report.
+func (s *schedule) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d\n", s.Seed)
+	if s.Inbound != nil {
+		b.WriteString(s.Inbound.String())
+		return b.String()
+	}
+	fmt.Fprintf(&b, "  provider honours keys %v, SDK re-sends %v, identical requests %v, processes %d, redelivery after %v\n",
+		s.Honours, s.SDK, s.Twins, s.Procs, s.Redelivery)
+	if s.FairQueue || s.LimiterLatency > 0 {
+		fmt.Fprintf(&b, "  Redis limiter: fair queue %v, latency %v\n", s.FairQueue, s.LimiterLatency)
+	}
+	fmt.Fprintf(&b, "  ledger %v, reconciler %s, monitor %s, limit %d/s, limiter outage %v+%v, flood %d, WaitReplicas %v, GetBody %v\n",
+		!s.NoLedger, s.Reconciler, s.Monitor, s.Limit, s.OutageFrom, s.OutageLen, s.Flood, s.WaitReplicas, s.GetBody)
+	for i, a := range s.Actions {
+		fmt.Fprintf(&b, "  action %d: start %v, deadline %v, replies %v, streamed %v, delivered again %v\n", i, a.Start, a.Deadline, a.Replies, a.Stream, a.Again)
+	}
+	for _, f := range s.Faults {
+		fmt.Fprintf(&b, "  fault: %s\n", f)
+	}
+	for _, l := range s.Lags {
+		fmt.Fprintf(&b, "  fault: replica-lag at %v, then failover %v\n", l.At, l.Failover)
+	}
+	return b.String()
+}
+
+// lagEpisode is replica lag starting at At into the run, ending in a
+// failover or a catch-up.
+type lagEpisode struct {
+	At       time.Duration
+	Failover bool
+}

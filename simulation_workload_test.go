@@ -1,0 +1,357 @@
+package retrybudget_test
+
+// The simulated workload: worker processes, the job queue that drives
+// each action, and the caller (an SDK, when the schedule says so) of one
+// call.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// simProc is one worker process: a Transport over the shared store and
+// provider. A dead process reaches neither again, and its calls end.
+type simProc struct {
+	r  *simRun
+	id int
+	tr *retrybudget.Transport
+
+	// flooded reports that other callers of the process flooded its
+	// give-up memory (once per process).
+	flooded atomic.Bool
+
+	mu     sync.Mutex // guards isDead and calls
+	isDead bool
+	calls  map[int64]context.CancelFunc
+}
+
+// newProc starts a worker process.
+func (r *simRun) newProc() *simProc {
+	r.mu.Lock()
+	r.nprocs++
+	p := &simProc{r: r, id: r.nprocs, calls: map[int64]context.CancelFunc{}}
+	r.mu.Unlock()
+	s := r.s
+	cfg := retrybudget.Config{
+		Base: procBase{p}, KeysHonoured: s.Honours, OmitKey: !s.Honours, Jitter: -1,
+		Budget: budget.Unlimited{}, Limiter: r.lim,
+		Ledger: retrybudget.LedgerConfig{Store: simStore{p}, Owner: "proc-" + strconv.Itoa(p.id),
+			Lease: r.w.lease, Reconciler: r.reconciler(s.Reconciler)},
+	}
+	if s.NoLedger {
+		cfg.Ledger = retrybudget.LedgerConfig{}
+	}
+	p.tr = retrybudget.New(cfg)
+	return p
+}
+
+// proc returns the live process of slot, starting one when it died.
+func (r *simRun) proc(slot int) *simProc {
+	r.mu.Lock()
+	p := r.procs[slot]
+	r.mu.Unlock()
+	if p != nil && !p.dead() {
+		return p
+	}
+	p = r.newProc()
+	r.mu.Lock()
+	r.procs[slot] = p
+	r.mu.Unlock()
+	return p
+}
+
+func (p *simProc) dead() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.isDead
+}
+
+// die kills the process: its calls' contexts end, and nothing it does
+// reaches the store or the provider any more.
+func (p *simProc) die() {
+	p.mu.Lock()
+	if p.isDead {
+		p.mu.Unlock()
+		return
+	}
+	p.isDead = true
+	calls := p.calls
+	p.calls = nil
+	p.mu.Unlock()
+	p.r.logf("process %d dies", p.id)
+	for _, cancel := range calls {
+		cancel()
+	}
+}
+
+func (p *simProc) enter(id int64, cancel context.CancelFunc) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.isDead {
+		return false
+	}
+	p.calls[id] = cancel
+	return true
+}
+
+func (p *simProc) leave(id int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.calls, id)
+}
+
+// maxRuns is how many times a job runs an action at most.
+const maxRuns = 4
+
+// run runs the schedule's jobs, one per action, and then checks the end
+// state.
+func (r *simRun) run() {
+	var mon *ledger.Monitoring
+	if r.s.Monitor != recNone {
+		mon = ledger.Monitor(context.Background(), ledger.MonitorConfig{Store: r.store, Every: r.w.lease / 2,
+			Reconciler: r.reconciler(r.s.Monitor), Owner: "monitor", Report: r.report})
+	}
+	var jobs sync.WaitGroup
+	for _, l := range r.s.Lags {
+		if r.lag == nil {
+			break
+		}
+		jobs.Add(1)
+		go func() {
+			defer jobs.Done()
+			time.Sleep(l.At)
+			r.logf("FAULT replica-lag, then failover %v", l.Failover)
+			r.lag(r, l.Failover)
+		}()
+	}
+	for a := range r.s.Actions {
+		jobs.Add(1)
+		go func() {
+			defer jobs.Done()
+			r.job(a)
+		}()
+	}
+	jobs.Wait()
+	if mon != nil {
+		mon.Stop()
+	}
+	r.checkEnd()
+	r.wg.Wait()
+}
+
+// job is the caller of action a: a job queue that runs it until it
+// succeeds, follows the library's advice on a failure (come back at
+// RetryAt; an uncertain outcome is an operator's), and delivers it again
+// after a lease when its worker died.
+func (r *simRun) job(a int) {
+	time.Sleep(r.s.Actions[a].Start)
+	r.deliver(a)
+	if r.s.Actions[a].Again {
+		time.Sleep(r.s.Redelivery)
+		r.mu.Lock()
+		r.raced[a] = true // a duplicate: the provider's key or the ledger must absorb it
+		r.mu.Unlock()
+		r.logf("queue: action %d delivered again", a)
+		r.call(a, maxRuns+1, r.proc(a%len(r.procs)))
+	}
+}
+
+// deliver runs one delivery of action a's job to its end.
+func (r *simRun) deliver(a int) {
+	L := r.w.lease
+	for run := 1; run <= maxRuns; run++ {
+		res := r.call(a, run, r.proc((a+run-1)%len(r.procs)))
+		if res.died {
+			r.mu.Lock()
+			r.died[a] = true
+			r.mu.Unlock()
+			time.Sleep(r.s.Redelivery) // the queue's visibility timeout
+			continue
+		}
+		o := res.out
+		switch {
+		case res.ok || o.Replayed:
+			return
+		case errors.Is(o.Reason, retrybudget.ErrUncertain), errors.Is(o.Reason, retrybudget.ErrConflict),
+			errors.Is(o.Reason, retrybudget.ErrRejected), o.MaybeApplied && !r.s.Honours:
+			return // for an operator
+		case !o.RetryAt.IsZero():
+			time.Sleep(min(max(time.Until(o.RetryAt), 0)+time.Millisecond, 3*L))
+		default:
+			time.Sleep(L / 3)
+		}
+	}
+}
+
+// callResult is what the caller of one SDK call saw.
+type callResult struct {
+	ci   *callInfo
+	out  retrybudget.Outcome
+	ok   bool // a 2xx answer
+	died bool // the caller's process died
+}
+
+// call makes one call of action a (an SDK call, with its re-sends) in
+// process p, and checks what its caller saw. run 0 is a racing delivery,
+// on which no fault strikes.
+func (r *simRun) call(a, run int, p *simProc) callResult {
+	ci := &callInfo{action: a, run: run, id: r.ids.Add(1), proc: p}
+	ctx := context.WithValue(context.Background(), callInfoKey{}, ci)
+	ctx = retrybudget.WithAction(ctx, simActionKey(a))
+	ctx, captured := retrybudget.CaptureOutcome(ctx)
+	var deadline time.Time
+	if d := r.s.Actions[a].Deadline; d > 0 {
+		deadline = time.Now().Add(d)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	ctx, kill := context.WithCancel(ctx)
+	defer kill()
+	if !p.enter(ci.id, kill) {
+		return callResult{died: true}
+	}
+	defer p.leave(ci.id)
+	res := callResult{ci: ci}
+	for n := 0; ; n++ {
+		req := r.request(ctx, a, n)
+		resp, err := p.tr.RoundTrip(req)
+		end := time.Now()
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+			r.readFirst(a, resp)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		if p.dead() {
+			return callResult{died: true}
+		}
+		r.mu.Lock()
+		late := end.Sub(deadline) - ci.hookTime
+		r.mu.Unlock()
+		if !deadline.IsZero() && late > r.w.slack {
+			r.violate("deadline", "action %d run %d send %d: RoundTrip returned %v after its deadline (slack %v)",
+				a, run, n, late, r.w.slack)
+		}
+		res.out, _ = captured.Last()
+		res.ok = err == nil && status < 300
+		o := res.out
+		r.logf("call: action %d run %d send %d (proc %d): status %d reason %v maybeApplied %v replayed %v repeated %v retryAt %v",
+			a, run, n, p.id, status, o.Reason, o.MaybeApplied, o.Replayed, o.Repeated, relTime(r.start, o.RetryAt))
+		if !r.s.SDK || n == 2 || !sdkRetries(status, err) {
+			break
+		}
+		if r.s.Flood > 0 && p.flooded.CompareAndSwap(false, true) {
+			r.flood(p)
+		}
+		if sleepCtx(ctx, r.w.lease/60) != nil {
+			break
+		}
+	}
+	r.checkCall(res)
+	return res
+}
+
+// firstByteWait bounds how long a streamed response's first bytes may
+// take to reach the caller after RoundTrip returned: the Transport reads
+// ahead at most a second (settleWait) to store the answer.
+const firstByteWait = time.Second
+
+// readFirst reads the first byte of a streamed response and checks that it
+// came as it arrived, not held until the stream ended.
+func (r *simRun) readFirst(a int, resp *http.Response) {
+	if resp.Header.Get("X-Sim-Stream") == "" {
+		return
+	}
+	start := time.Now()
+	var b [1]byte
+	n, err := resp.Body.Read(b[:])
+	if took := time.Since(start); n == 0 || took > firstByteWait+r.w.slack {
+		r.violate("a streamed response is readable as it arrives",
+			"action %d: first byte after %v (read %d, %v); the provider sent it at once", a, took, n, err)
+	}
+}
+
+// request is the caller's request for action a, its SDK's send n.
+func (r *simRun) request(ctx context.Context, a, n int) *http.Request {
+	body := fmt.Sprintf(`{"amount":100,"order":%d}`, a)
+	if r.s.Twins {
+		body = `{"amount":100}`
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+simHost+"/v1/charges", nil)
+	if err != nil {
+		panic(err)
+	}
+	req.Body, req.ContentLength = r.track(body), int64(len(body))
+	if r.s.GetBody {
+		req.GetBody = func() (io.ReadCloser, error) { return r.track(body), nil }
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if r.s.SDK {
+		req.Header.Set("X-Stainless-Retry-Count", strconv.Itoa(n))
+	}
+	return req
+}
+
+// simHost is the provider's host, and so the limiter's boundary.
+const simHost = "provider.sim"
+
+// track returns a request body whose closing the run checks.
+func (r *simRun) track(body string) *trackedBody {
+	tb := &trackedBody{Reader: strings.NewReader(body)}
+	r.mu.Lock()
+	r.bodies = append(r.bodies, tb)
+	r.mu.Unlock()
+	return tb
+}
+
+// sdkRetries reports whether openai-go re-sends after this answer.
+func sdkRetries(status int, err error) bool {
+	return err != nil || status == 408 || status == 409 || status == 429 || status >= 500
+}
+
+// flood has other callers of p make s.Flood failing calls, each given up
+// and remembered for its own SDK's re-sends; it runs once per process,
+// before the first SDK re-send there.
+func (r *simRun) flood(p *simProc) {
+	for i := range r.s.Flood {
+		req, _ := http.NewRequest(http.MethodPost, "http://flood.sim/flood", strings.NewReader("{}"))
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("flood-%d-%d", p.id, i))
+		resp, err := p.tr.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+	}
+	r.logf("flood: %d give-ups by other callers of process %d", r.s.Flood, p.id)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func relTime(start, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Sub(start).Round(time.Millisecond).String()
+}

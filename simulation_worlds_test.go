@@ -1,0 +1,270 @@
+package retrybudget_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/retrybudget/retrybudget/internal/redistest"
+	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/limiter"
+)
+
+// simWorlds are the stores TestSimulation runs against. PostgreSQL lives in
+// its own module (ledger/pgledger), which this package cannot import.
+func simWorlds() []*simWorld {
+	return []*simWorld{memoryWorld(), redisWorld()}
+}
+
+// memoryWorld is ledger.Memory in virtual time: a 30 s lease costs nothing.
+func memoryWorld() *simWorld {
+	return &simWorld{name: "Memory", lease: 30 * time.Second, slack: 100 * time.Millisecond,
+		virtual: true, inbound: true, ci: 800, long: 20_000, parallel: 4,
+		open: func(*testing.T, *simRun) (ledger.Store, func(*simRun, bool)) {
+			return ledger.NewMemory(ledger.MemoryConfig{}), nil
+		}}
+}
+
+// simBubble runs body in a synctest bubble: time is virtual and advances
+// when every goroutine of the bubble is blocked.
+func simBubble(t *testing.T, body func(t *testing.T)) {
+	synctest.Test(t, body)
+}
+
+// redisWorld is ledger.Redis on private redis-server processes, in real
+// time with a 300 ms lease: one shared server for most schedules, and a
+// primary with a replica of its own for a schedule with WaitReplicas.
+func redisWorld() *simWorld {
+	w := &simWorld{name: "Redis", lease: 300 * time.Millisecond, slack: 250 * time.Millisecond,
+		replicas: true, ci: 32, long: 1000, parallel: 8}
+	var shared *redistest.Server
+	w.setup = func(t *testing.T) { shared = redistest.Start(t) }
+	w.limiter = func(t *testing.T, r *simRun) limiter.Limiter { return redisLimiter(t, r, shared.Addr) }
+	w.open = func(t *testing.T, r *simRun) (ledger.Store, func(*simRun, bool)) {
+		cfg := ledger.RedisConfig{Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}},
+			Prefix: redistest.Prefix(t)}
+		if !r.s.WaitReplicas {
+			c := redis.NewClient(&redis.Options{Addr: shared.Addr, ContextTimeoutEnabled: true, MaintNotificationsConfig: noMaint()})
+			t.Cleanup(func() { c.Close() })
+			s, err := ledger.NewRedis(c, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s, nil
+		}
+		pair := startPair(t)
+		cfg.WaitReplicas, cfg.WaitTimeout = 1, w.lease/4
+		s, err := ledger.NewRedis(pair.client, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, pair.lag
+	}
+	return w
+}
+
+// redisPair is a primary and its replica, and a client that follows the
+// primary through a failover.
+type redisPair struct {
+	primary, replica *redistest.Server
+	addr             atomic.Value // string: the current primary
+	client           *redis.Client
+	mu               sync.Mutex // guards primary, replica and link after start, and lagging
+	lagging          bool
+	// link relays the primary's replication stream to the replica.
+	link *replLink
+}
+
+func startPair(t *testing.T) *redisPair {
+	p := &redisPair{primary: redistest.StartWith(t, "--repl-diskless-sync-delay", "0")}
+	p.link = startReplLink(t, p.primary.Addr)
+	host, port, _ := net.SplitHostPort(p.link.Addr())
+	p.replica = redistest.StartWith(t, "--replicaof", host, port, "--repl-diskless-sync-delay", "0")
+	p.addr.Store(p.primary.Addr)
+	if !waitLink(p.replica.Addr) {
+		t.Fatal("the replica's link never came up")
+	}
+	p.client = redis.NewClient(&redis.Options{ContextTimeoutEnabled: true, MaintNotificationsConfig: noMaint(),
+		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, p.addr.Load().(string))
+		}})
+	t.Cleanup(func() { p.client.Close() })
+	return p
+}
+
+// lag holds the replication stream (the replica receives and acknowledges
+// nothing) for half a lease; then it flows again and the replica catches
+// up, or, with failover, the link is cut (the held writes are lost), the
+// primary SIGKILLed and the replica promoted, and every client follows it.
+func (p *redisPair) lag(r *simRun, failover bool) {
+	p.mu.Lock()
+	if p.lagging {
+		p.mu.Unlock()
+		return
+	}
+	p.lagging = true
+	primary, replica, link := p.primary, p.replica, p.link
+	p.mu.Unlock()
+	link.hold()
+	r.logf("replica: lagging")
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		time.Sleep(r.w.lease / 2)
+		if failover {
+			link.cut() // what the replica had not received is lost with the primary
+			primary.Kill()
+		} else {
+			link.release()
+		}
+		if !failover {
+			r.logf("replica: caught up")
+			p.mu.Lock()
+			p.lagging = false
+			p.mu.Unlock()
+			return
+		}
+		rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
+		defer rc.Close()
+		if err := rc.ReplicaOf(context.Background(), "NO", "ONE").Err(); err != nil {
+			r.logf("replica: promotion failed: %v", err)
+			return
+		}
+		p.addr.Store(replica.Addr)
+		r.logf("replica: promoted after the primary died")
+		// A new replica joins the promoted primary, as Sentinel would
+		// re-attach one, so WaitReplicas can be met again.
+		nextLink := startReplLink(r.t, replica.Addr)
+		host, port, _ := net.SplitHostPort(nextLink.Addr())
+		next := redistest.StartWith(r.t, "--replicaof", host, port, "--repl-diskless-sync-delay", "0")
+		waitLink(next.Addr)
+		p.mu.Lock()
+		p.primary, p.replica, p.link, p.lagging = replica, next, nextLink, false
+		p.mu.Unlock()
+		r.logf("replica: a new replica is in sync")
+	}()
+}
+
+// waitLink waits until the replica at addr is in sync with its primary,
+// and reports whether it got there within 10 s.
+func waitLink(addr string) bool {
+	rc := redis.NewClient(&redis.Options{Addr: addr})
+	defer rc.Close()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		info, err := rc.Info(context.Background(), "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond) // polling a separate process
+	}
+	return false
+}
+
+// noMaint turns go-redis's maintenance notifications off. Left in its auto
+// mode, a server that refuses the handshake makes go-redis (v9.23) write
+// the client's shared options from each new connection under that
+// connection's own lock: with ledger.Redis's WaitReplicas, which takes a
+// Conn per write, -race reports it inside go-redis. The simulation is
+// after the library's faults, not that one.
+func noMaint() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+}
+
+// redisLimiter is the Redis world's limiter for a schedule with a rate
+// limit: limiter.Redis, fail-closed, with a fair queue when the schedule
+// draws one, over a link to the shared server that adds the schedule's
+// latency and stalls (answers nothing) during its limiter outage.
+func redisLimiter(t *testing.T, r *simRun, addr string) limiter.Limiter {
+	s := r.s
+	link := &simLink{r: r}
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaintNotificationsConfig: noMaint(),
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &simConn{Conn: conn, link: link}, nil
+		}})
+	t.Cleanup(func() { c.Close() })
+	cfg := limiter.RedisConfig{Limits: []limiter.Limit{limiter.PerSecond(s.Limit)}, BoundaryKey: redistest.BoundaryKey(),
+		Prefix: redistest.Prefix(t), OnUnavailable: limiter.FailClosed, Timeout: limiterTimeout(r.w)}
+	if s.FairQueue {
+		cfg.Queue = &limiter.FairQueue{}
+	}
+	lim, err := limiter.NewRedis(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
+
+// simLink is the network between the processes and the limiter's Redis.
+type simLink struct{ r *simRun }
+
+// stalledUntil returns the end of the outage when now is inside it.
+func (l *simLink) stalledUntil(now time.Time) (time.Time, bool) {
+	s := l.r.s
+	from := l.r.start.Add(s.OutageFrom)
+	until := from.Add(s.OutageLen)
+	return until, s.OutageLen > 0 && !now.Before(from) && now.Before(until)
+}
+
+// simConn delays each write by the link's latency, and answers nothing
+// while the link stalls (until the read deadline, as a hung Redis).
+type simConn struct {
+	net.Conn
+	link *simLink
+	mu   sync.Mutex // guards readDeadline
+	// readDeadline is the deadline go-redis set for reads.
+	readDeadline time.Time
+}
+
+func (c *simConn) Write(p []byte) (int, error) {
+	if d := c.link.r.s.LimiterLatency; d > 0 {
+		time.Sleep(d) // the request travels
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *simConn) Read(p []byte) (int, error) {
+	if until, stalled := c.link.stalledUntil(time.Now()); stalled {
+		c.mu.Lock()
+		dl := c.readDeadline
+		c.mu.Unlock()
+		if !dl.IsZero() && dl.Before(until) {
+			time.Sleep(time.Until(dl))
+			return 0, os.ErrDeadlineExceeded
+		}
+		time.Sleep(time.Until(until))
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *simConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.readDeadline = t
+	c.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *simConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.readDeadline = t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+// limiterTimeout is the Redis limiter's Timeout in world w: half a lease,
+// longer than a round trip over the slowest link a schedule draws.
+func limiterTimeout(w *simWorld) time.Duration { return w.lease / 2 }
