@@ -199,12 +199,15 @@ func (c Config) withDefaults(clk clock) Config {
 	if c.Boundary == nil {
 		c.Boundary = hostOf
 	}
-	switch {
-	case c.Ledger.Store == nil:
-	case c.Ledger.Owner == "":
-		c.Ledger.Owner = defaultLedgerOwner()
-	case c.Ledger.instance == "":
-		c.Ledger.instance = processInstance()
+	if c.Ledger.Store != nil {
+		if c.Ledger.Owner == "" {
+			c.Ledger.Owner = defaultLedgerOwner()
+		}
+		// The default name, given or inherited by a Route, reclaims
+		// nothing (see instance).
+		if c.Ledger.instance == "" && c.Ledger.Owner != defaultLedgerOwner() {
+			c.Ledger.instance = processInstance()
+		}
 	}
 	if c.Ledger.Lease <= 0 {
 		c.Ledger.Lease = ledger.DefaultLease

@@ -254,3 +254,21 @@ func TestTwoLiveWorkersSharingAnOwnerNameRaceToOneEffectEach(t *testing.T) {
 		}
 	}
 }
+
+// Only a stable Owner, given or inherited, reserves under the process's
+// instance; the default owner name never reclaims, also in a Route.
+func TestOnlyAStableOwnerReclaims(t *testing.T) {
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	routes := []Route{{Name: "pay", Host: "pay.example"}}
+	for _, tc := range []struct {
+		owner string
+		want  string
+	}{{"", ""}, {"pod-1", processInstance()}} {
+		tr := New(Config{Ledger: LedgerConfig{Store: store, Owner: tc.owner}, Routes: routes})
+		for _, cfg := range []Config{tr.cfg, tr.routes[0].t.cfg} {
+			if cfg.Ledger.instance != tc.want || cfg.Ledger.Owner == "" {
+				t.Errorf("owner %q: Owner %q, instance %q; want instance %q", tc.owner, cfg.Ledger.Owner, cfg.Ledger.instance, tc.want)
+			}
+		}
+	}
+}
