@@ -143,11 +143,11 @@ type LedgerConfig struct {
 	// Owner names this worker in ledger records. Set it to a name that
 	// is stable across restarts and unique among live workers, such as
 	// a Kubernetes pod name (the Downward API's metadata.name): a worker
-	// that restarts under the same Owner then takes over the actions
-	// its earlier run left in progress at once (ledger.ReserveRequest.
-	// Instance), instead of waiting out their leases, and each is then
-	// run, reconciled, re-sent or reported uncertain as ledger.Resolve
-	// decides for a dead owner. Two live workers given one Owner take
+	// that restarts under the same Owner then takes over the actions its
+	// earlier run left in progress at once (see
+	// ledger.ReserveRequest.Instance), instead of waiting out their
+	// leases, and each is then run, reconciled, re-sent or reported
+	// uncertain as ledger.Resolve decides for a dead owner. Two live workers given one Owner take
 	// each other's actions over: fencing still keeps every action to
 	// one sender, and the one that loses reports ledger.ErrOwnerShared
 	// to Observer.Ledger. Empty means "hostname:pid", which changes on

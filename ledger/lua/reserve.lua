@@ -22,8 +22,8 @@
 -- Returns {verdict, stored state, lease expired "1"/"0", now ms, token,
 -- regrant "1"/"0", unsent "1"/"0", reclaim "1"/"0", then the record's
 -- fields and values as HGETALL gives them}. Regrant, unsent and reclaim
--- are the Resolve inputs read
--- before any write: a grant rewrites the fields they come from. The Go side
+-- are the Resolve inputs read before any write: a grant rewrites the
+-- fields they come from. The Go side
 -- recomputes Resolve from the stored state reported here and refuses a
 -- verdict that differs, so this file and resolve.go cannot drift silently.
 
