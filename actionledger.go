@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/retrybudget/retrybudget/internal/readahead"
@@ -70,6 +71,12 @@ func defaultLedgerOwner() string {
 	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
+// processInstance identifies this run of the process in ledger records
+// (ledger.ReserveRequest.Instance): drawn once, at the first use, and the
+// same for every Transport of the process, so Transports of one process
+// never take each other's actions over as if it had restarted.
+var processInstance = sync.OnceValue(ledger.NewNonce)
+
 // reserve looks the action up in the ledger and applies the matrix of
 // ledger.Resolve to the request whose replayable body is body (bodyErr
 // when it has none). now is the Transport's time, for retryAt.
@@ -82,6 +89,7 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		Key:          g.key,
 		Fingerprint:  ledger.Fingerprint(req.Method, req.URL, req.Header, cfg.Ledger.Headers, body),
 		Owner:        cfg.Ledger.Owner,
+		Instance:     cfg.Ledger.instance,
 		Lease:        cfg.Ledger.Lease,
 		Reconciler:   cfg.Ledger.Reconciler != nil,
 		KeysHonoured: cfg.KeysHonoured,
@@ -162,8 +170,9 @@ func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record) reservati
 	if g.lostLease() {
 		// Another worker took the action over while the Reconciler ran:
 		// its answer is that worker's to act on.
+		cause := g.notOwner(ctx, "renew", ledger.ErrNotOwner)
 		g.disown()
-		return reservation{stop: ErrPending, cause: ledger.ErrNotOwner, retryAt: g.clock.Now().Add(g.lease())}
+		return reservation{stop: ErrPending, cause: cause, retryAt: g.clock.Now().Add(g.lease())}
 	}
 	token := g.token
 	switch res.State {
@@ -241,8 +250,9 @@ func (g *ledgerGate) beforeSend(ctx context.Context) (stop, cause error) {
 		return nil, nil
 	}
 	if g.lostLease() {
+		cause := g.notOwner(ctx, "renew", ledger.ErrNotOwner)
 		g.disown()
-		return ErrPending, ledger.ErrNotOwner
+		return ErrPending, cause
 	}
 	if g.marked {
 		return nil, nil
@@ -255,7 +265,7 @@ func (g *ledgerGate) beforeSend(ctx context.Context) (stop, cause error) {
 		g.marked = true
 		return nil, nil
 	case errors.Is(err, ledger.ErrNotOwner):
-		g.failed("mark sending", err)
+		err = g.notOwner(ctx, "mark sending", err)
 		g.disown()
 		return ErrPending, err
 	}
@@ -272,8 +282,12 @@ func (g *ledgerGate) attempt(ctx context.Context, cls Class) {
 	sctx, cancel := g.storeContext(ctx, true)
 	defer cancel()
 	if _, err := g.cfg.Ledger.Store.AddAttempt(sctx, g.key, g.token, cls.String()); err != nil {
+		if errors.Is(err, ledger.ErrNotOwner) {
+			g.lost = true
+			g.notOwner(sctx, "attempt", err)
+			return
+		}
 		g.failed("attempt", err)
-		g.lost = g.lost || errors.Is(err, ledger.ErrNotOwner)
 	}
 }
 
@@ -312,7 +326,7 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 		}
 		f := ledger.Failure{EffectPossible: out.MaybeApplied || inFlight, Reason: reason}
 		if err := store.Fail(ctx, g.key, g.token, f); err != nil {
-			g.failed("fail", err)
+			g.notOwner(ctx, "fail", err)
 		}
 		return
 	}
@@ -334,7 +348,7 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 		}
 	}
 	if err := store.Complete(ctx, g.key, g.token, o); err != nil {
-		g.failed("complete", err)
+		g.notOwner(ctx, "complete", err)
 	}
 }
 
@@ -378,6 +392,21 @@ func (g *ledgerGate) storeContext(ctx context.Context, detach bool) (context.Con
 		ctx = context.WithoutCancel(ctx)
 	}
 	return context.WithTimeout(ctx, bound)
+}
+
+// notOwner reports err, the failure of the fenced store call op, to the
+// Observer and returns it; an ErrNotOwner is first explained when it can
+// be: lost to another live process under this very Owner, it becomes
+// ledger.ErrOwnerShared, so the misconfiguration shows in the logs (one
+// Get, on this rare path only, and only with a stable Owner).
+func (g *ledgerGate) notOwner(ctx context.Context, op string, err error) error {
+	if g.cfg.Ledger.instance != "" && errors.Is(err, ledger.ErrNotOwner) {
+		sctx, cancel := g.storeContext(ctx, true)
+		err = ledger.CheckOwnerShared(sctx, g.cfg.Ledger.Store, g.key, g.cfg.Ledger.Owner, g.cfg.Ledger.instance, err)
+		cancel()
+	}
+	g.failed(op, err)
+	return err
 }
 
 // decided reports the reservation's verdict to the Observer.

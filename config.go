@@ -140,9 +140,24 @@ type LedgerConfig struct {
 	// Headers names the request headers that count in an action's
 	// fingerprint, beside the method, path, query and body. Nil means none.
 	Headers []string
-	// Owner names this worker in ledger records. Empty means
-	// "hostname:pid".
+	// Owner names this worker in ledger records. Set it to a name that
+	// is stable across restarts and unique among live workers, such as
+	// a Kubernetes pod name (the Downward API's metadata.name): a worker
+	// that restarts under the same Owner then takes over the actions its
+	// earlier run left in progress at once (see
+	// ledger.ReserveRequest.Instance), instead of waiting out their
+	// leases, and each is then run, reconciled, re-sent or reported
+	// uncertain as ledger.Resolve decides for a dead owner. Two live workers given one Owner take
+	// each other's actions over: fencing still keeps every action to
+	// one sender, and the one that loses reports ledger.ErrOwnerShared
+	// to Observer.Ledger. Empty means "hostname:pid", which changes on
+	// restart, so a restarted worker waits out its old leases.
 	Owner string
+	// instance is this process's run (ledger.ReserveRequest.Instance),
+	// set by withDefaults when Owner was given; empty with the default
+	// Owner, whose reclaim it would not make safe: containers of one pod
+	// share the hostname, and each may run as pid 1.
+	instance string
 	// Lease is how long a call holds its action before others may take it
 	// over; a running call renews it every third of it (ledger.KeepLease).
 	// Zero means ledger.DefaultLease (30s).
@@ -184,8 +199,15 @@ func (c Config) withDefaults(clk clock) Config {
 	if c.Boundary == nil {
 		c.Boundary = hostOf
 	}
-	if c.Ledger.Owner == "" && c.Ledger.Store != nil {
-		c.Ledger.Owner = defaultLedgerOwner()
+	if c.Ledger.Store != nil {
+		if c.Ledger.Owner == "" {
+			c.Ledger.Owner = defaultLedgerOwner()
+		}
+		// The default name, given or inherited by a Route, reclaims
+		// nothing (see instance).
+		if c.Ledger.instance == "" && c.Ledger.Owner != defaultLedgerOwner() {
+			c.Ledger.instance = processInstance()
+		}
 	}
 	if c.Ledger.Lease <= 0 {
 		c.Ledger.Lease = ledger.DefaultLease

@@ -179,7 +179,10 @@ type LedgerEvent struct {
 	Action Action
 	// Op is the store operation: "reserve" for the decision taken before
 	// the call sends anything, or the operation that failed with Err
-	// ("reserve", "complete", "fail", "attempt").
+	// ("reserve", "mark sending", "attempt", "renew", "complete",
+	// "fail"). A fenced operation refused because another process holds
+	// the action now has an Err wrapping ledger.ErrNotOwner, and
+	// ledger.ErrOwnerShared when that process uses this one's Owner.
 	Op string
 	// Verdict is the ledger's decision when Op is "reserve" and Err is
 	// nil; otherwise it is meaningless.

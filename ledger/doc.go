@@ -43,8 +43,16 @@
 // and changes nothing. A takeover keeps the action's identity, creation
 // time and history, and adds an attempt.
 //
+// An owner that restarts under a stable name (ReserveRequest.Owner, with a
+// new ReserveRequest.Instance per process start) need not wait out the
+// leases of its earlier run: Reserve treats a live lease granted to the
+// same owner under another instance as expired (Input.Reclaim), and the
+// takeover follows Resolve. An owner that loses an action that way while
+// alive learns that two processes share its name (CheckOwnerShared,
+// ErrOwnerShared).
+//
 // What is stored: the raw Key (inside the record, never in a Redis key
-// name), the sealed fingerprint, the state, the owner name and lease, the
+// name), the sealed fingerprint, the state, the owner name, instance and lease, the
 // response status, a safe subset of its headers (never Authorization,
 // Proxy-Authorization, Cookie or Set-Cookie), the body up to 64 KiB by
 // default or else only its SHA-256, the attempt history (its newest 32

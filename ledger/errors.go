@@ -27,6 +27,13 @@ var (
 	// ErrNotOwner reports a fencing token that is no longer current: another
 	// owner took the action over, or it is no longer in progress.
 	ErrNotOwner = errors.New("ledger: not the action's owner")
+	// ErrOwnerShared reports that an owner lost its action to another live
+	// process reserving under the same ReserveRequest.Owner with another
+	// Instance: two processes were given one owner name, and each takes
+	// the other's actions over as if it had restarted. Fencing keeps each
+	// action to one sender; the name must still be made unique. It wraps
+	// ErrNotOwner, so errors.Is(err, ErrNotOwner) holds too.
+	ErrOwnerShared = fmt.Errorf("%w: taken over by another live process under the same owner name", ErrNotOwner)
 	// ErrNotFound reports that a store holds no live record for an action.
 	ErrNotFound = errors.New("ledger: no record for action")
 	// ErrFull reports a Memory store at its MaxRecords or MaxBytes: the

@@ -122,6 +122,7 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		in.Regrant = req.Nonce != "" && e.nonce == req.Nonce
 		in.Granted = e.granted
 		in.Unsent = e.promised && !e.rec.Sending
+		in.Reclaim = req.reclaims(&e.rec)
 	}
 	if expired {
 		in.State = StateExpired
@@ -153,7 +154,7 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		e.nonce, e.granted, e.promised = req.Nonce, res.Verdict, req.MarksSending
 		e.token++
 		e.rec.State = StateInProgress
-		e.rec.Owner = req.Owner
+		e.rec.Owner, e.rec.Instance = req.Owner, req.Instance
 		e.rec.Reason = ""
 		e.rec.LeaseUntil = now.Add(lease)
 		// Kept a lease past the lease's end, so that a worker that died

@@ -19,6 +19,9 @@ type Record struct {
 	State State
 	// Owner names the last owner, as given in ReserveRequest.Owner.
 	Owner string
+	// Instance is the ReserveRequest.Instance of the last grant: which run
+	// of Owner holds or held the action. Empty when the owner gave none.
+	Instance string
 	// LeaseUntil is when the current owner's lease ends. Zero unless
 	// State is StateInProgress.
 	LeaseUntil time.Time

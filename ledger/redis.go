@@ -200,7 +200,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		r.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 		flag(req.Limited), flag(req.Reconciler), flag(req.KeysHonoured),
 		req.Key.Tenant, req.Key.Operation, req.Key.Key, newToken(), r.cfg.HistoryCap(),
-		nonce, flag(req.MarksSending),
+		nonce, flag(req.MarksSending), req.Instance,
 	}
 	for _, c := range r.cfg.FingerprintKeys.Candidates(req.Fingerprint) {
 		args = append(args, c)
@@ -220,7 +220,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	if err != nil {
 		return Reservation{}, fmt.Errorf("ledger: redis reserve: %w", err)
 	}
-	const head = 7
+	const head = 8
 	if len(reply) < head || (len(reply)-head)%2 != 0 {
 		return Reservation{}, fmt.Errorf("%w: reserve reply of %d elements", ErrCorrupt, len(reply))
 	}
@@ -240,6 +240,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		KeysHonoured: req.KeysHonoured,
 		Regrant:      reply[5] == "1",
 		Unsent:       reply[6] == "1",
+		Reclaim:      reply[7] == "1",
 	}
 	if in.Regrant {
 		in.Granted, _ = ParseVerdict(fields["gv"])

@@ -14,7 +14,7 @@ import (
 //	tn op k   tenant, operation, key: the raw identity (never in a key name)
 //	fp        fingerprint
 //	st        state, as State.String spells it
-//	ow tok    owner and fencing token
+//	ow in tok owner, its instance (run) and fencing token
 //	lu        lease end, Unix ms; "0" when no lease
 //	ca ea     created and expires, Unix ms
 //	rs        reason given with Fail
@@ -49,6 +49,7 @@ func decodeRecord(f map[string]string, keys EncryptionKeys) (Record, error) {
 		Key:         Key{Tenant: f["tn"], Operation: f["op"], Key: f["k"]},
 		Fingerprint: f["fp"],
 		Owner:       f["ow"],
+		Instance:    f["in"],
 		Reason:      f["rs"],
 		Sending:     f["sn"] == "1",
 	}

@@ -36,6 +36,12 @@ type Input struct {
 	// ever did (Store.MarkSending): nothing can have left. Only an expired
 	// lease looks at it.
 	Unsent bool
+	// Reclaim reports that the lease, though alive, was granted to an
+	// earlier run of the requesting owner (the same ReserveRequest.Owner,
+	// another ReserveRequest.Instance): that process restarted, so its
+	// lease counts as expired and the action is decided as for a dead
+	// owner. Only StateInProgress looks at it, and a Regrant comes first.
+	Reclaim bool
 }
 
 // Decision is Resolve's answer.
@@ -65,6 +71,9 @@ type Decision struct {
 //	in progress, lease gone,  reconcile if a reconciler is set,    conflict
 //	or uncertain              else resend if keys are honoured,
 //	                          else uncertain (operator)
+//
+// A lease alive but granted to an earlier instance of the requesting
+// owner (Reclaim: the owner restarted) counts as gone.
 //
 // When Limited is set, created, retry and resend become delayed, except
 // for a request's own grant, which is returned as it was made.
@@ -107,6 +116,10 @@ func Resolve(in Input) Decision {
 		return d
 	}
 	step("request fingerprint matches the stored one")
+	if in.State == StateInProgress && in.Reclaim && !in.LeaseExpired && !in.Regrant {
+		step("the lease is alive but held by an earlier instance of the requesting owner, which restarted: treat its lease as expired")
+		in.LeaseExpired = true
+	}
 
 	switch {
 	case in.State == StateCompleted:

@@ -61,8 +61,22 @@ type ReserveRequest struct {
 	Fingerprint string
 	// Owner names the caller, such as a host and process ID, for
 	// operators. Zero is allowed; the fencing token, not Owner, decides
-	// who may complete.
+	// who may complete. With Instance, a stable Owner (a pod name) lets a
+	// restarted worker reclaim its own actions at once.
 	Owner string
+	// Instance identifies one run of the Owner: a random value drawn once
+	// per process start. A record in progress under a live lease granted
+	// to the same non-empty Owner with another non-empty Instance was
+	// granted to a run of this owner that has since restarted, and is
+	// decided as if its lease had expired (Input.Reclaim): taken over with
+	// a new fencing token, then run, reconciled, re-sent or left uncertain
+	// exactly as for a dead owner. Owner names must therefore be unique
+	// among live processes; two live processes sharing one take each
+	// other's actions over (fencing still keeps each action to one
+	// sender), which the loser sees as ErrOwnerShared (see
+	// CheckOwnerShared). Zero means unknown: no reclaim, and the request's
+	// own grants are never reclaimed by others.
+	Instance string
 	// Lease is how long the caller holds the action if it wins. Zero means
 	// Config.Lease.
 	Lease time.Duration

@@ -35,3 +35,8 @@ func NotOwner(k Key) error { return notOwner(k) }
 // Stuck reports whether Sweep lists r at now: it is uncertain, or in
 // progress with its lease over.
 func (r Record) Stuck(now time.Time) bool { return r.stuck(now) }
+
+// Reclaims reports whether req comes from another run of the owner that
+// holds rec, an action in progress: the same non-empty Owner and another
+// non-empty Instance, so the holder restarted (Input.Reclaim).
+func (req ReserveRequest) Reclaims(rec Record) bool { return req.reclaims(&rec) }

@@ -55,6 +55,9 @@ var cases = []struct {
 	{"CanceledContext", testCanceledContext},
 	{"ReserveRecognisesItsOwnGrant", testReserveRecognisesItsOwnGrant},
 	{"UnmarkedGrantIsProvablyUnsent", testUnmarkedGrantIsProvablyUnsent},
+	{"RestartedOwnerReclaimsItsLiveLease", testRestartedOwnerReclaims},
+	{"ReclaimOfAMaybeSentActionFollowsResolve", testReclaimOfMaybeSent},
+	{"SharedOwnerNameIsReported", testSharedOwnerNameIsReported},
 }
 
 // Run runs the conformance suite, one subtest per case, each against a
@@ -151,6 +154,11 @@ func testDecisionsMatchResolve(t *testing.T, h Harness) {
 			}
 			return tok
 		}},
+		// Held under a live lease by an earlier run of the probing owner,
+		// which restarted: the probe reclaims it (Input.Reclaim).
+		"restarted": {ledger.StateInProgress, false, func(t *testing.T, k ledger.Key) int64 {
+			return h.reserve(t, ledger.ReserveRequest{Key: k, Fingerprint: fpA, Owner: "probe", Instance: "run-0", Lease: time.Hour}).Token
+		}},
 		"uncertain": {ledger.StateUncertain, false, func(t *testing.T, k ledger.Key) int64 {
 			tok := own(t, k, time.Hour)
 			if err := h.Fail(t.Context(), k, tok, ledger.Failure{EffectPossible: true, Reason: "timeout"}); err != nil {
@@ -166,19 +174,21 @@ func testDecisionsMatchResolve(t *testing.T, h Harness) {
 		key   ledger.Key
 		token int64
 		req   ledger.ReserveRequest
+		// reclaim: the setup's grant went to another run of the probe.
+		reclaim bool
 	}
 	var scenarios []scenario
 	for name, s := range setups {
 		for bits := range 1 << 4 {
 			k := ledger.Key{Tenant: "acme", Operation: "matrix", Key: fmt.Sprintf("%s-%d", name, bits)}
 			req := ledger.ReserveRequest{
-				Key: k, Fingerprint: fpA, Owner: "probe", Lease: time.Hour,
+				Key: k, Fingerprint: fpA, Owner: "probe", Instance: "run-1", Lease: time.Hour,
 				Limited: bits&1 != 0, Reconciler: bits&2 != 0, KeysHonoured: bits&4 != 0,
 			}
 			if bits&8 != 0 {
 				req.Fingerprint = fpB
 			}
-			scenarios = append(scenarios, scenario{name: k.Key, setup: s, key: k, token: s.make(t, k), req: req})
+			scenarios = append(scenarios, scenario{name: k.Key, setup: s, key: k, token: s.make(t, k), req: req, reclaim: name == "restarted"})
 		}
 	}
 	h.Advance(t, h.Short) // every "stuck" lease is now over; "alive" ones run for an hour
@@ -193,7 +203,7 @@ func testDecisionsMatchResolve(t *testing.T, h Harness) {
 		want := ledger.Resolve(ledger.Input{
 			State: sc.setup.state, Fingerprint: sc.req.Fingerprint, StoredFingerprint: stored,
 			LeaseExpired: sc.setup.expired, Limited: sc.req.Limited,
-			Reconciler: sc.req.Reconciler, KeysHonoured: sc.req.KeysHonoured,
+			Reconciler: sc.req.Reconciler, KeysHonoured: sc.req.KeysHonoured, Reclaim: sc.reclaim,
 		})
 		if !reflect.DeepEqual(res.Decision, want) {
 			t.Errorf("%s: store decided %s %q,\nResolve decides %s %q", sc.name, res.Verdict, res.Path, want.Verdict, want.Path)

@@ -14,14 +14,16 @@
 -- ARGV[12] attempts kept (Config.MaxAttempts)
 -- ARGV[13] nonce of this reservation (never empty: the Go side draws one)
 -- ARGV[14] marks sending  "1" or "0" (ReserveRequest.MarksSending)
--- ARGV[15..] every stored fingerprint that matches the request (the
+-- ARGV[15] instance: the owner's run (ReserveRequest.Instance), "" if unknown
+-- ARGV[16..] every stored fingerprint that matches the request (the
 --          request's fingerprint sealed under each key; see
 --          ledger.FingerprintKeys.Candidates)
 --
 -- Returns {verdict, stored state, lease expired "1"/"0", now ms, token,
--- regrant "1"/"0", unsent "1"/"0", then the record's fields and values as
--- HGETALL gives them}. Regrant and unsent are the Resolve inputs read
--- before any write: a grant rewrites the fields they come from. The Go side
+-- regrant "1"/"0", unsent "1"/"0", reclaim "1"/"0", then the record's
+-- fields and values as HGETALL gives them}. Regrant, unsent and reclaim
+-- are the Resolve inputs read before any write: a grant rewrites the
+-- fields they come from. The Go side
 -- recomputes Resolve from the stored state reported here and refuses a
 -- verdict that differs, so this file and resolve.go cannot drift silently.
 
@@ -40,7 +42,9 @@ local function trim(n)
   end
 end
 
-local f = redis.call('HMGET', KEYS[1], 'st', 'fp', 'tok', 'lu', 'ea', 'na', 'nc', 'gv', 'mk', 'sn')
+local owner, instance = ARGV[2], ARGV[15]
+
+local f = redis.call('HMGET', KEYS[1], 'st', 'fp', 'tok', 'lu', 'ea', 'na', 'nc', 'gv', 'mk', 'sn', 'ow', 'in')
 local st = f[1] or 'absent'
 -- A record past its retention is kept for ledger.ExpiryGrace only so that
 -- this script can tell expired from absent (Reservation.Expired).
@@ -55,6 +59,11 @@ if f[7] == ARGV[13] then regrant = '1' end
 -- The owner promised to mark the action before sending and nobody did.
 local unsent = '0'
 if f[9] == '1' and f[10] ~= '1' then unsent = '1' end
+-- The lease was granted to another run of this very owner, which
+-- restarted (ledger.Input.Reclaim): its lease counts as expired.
+local reclaim = '0'
+if st == 'in-progress' and owner ~= '' and instance ~= '' and f[11] == owner
+  and f[12] and f[12] ~= '' and f[12] ~= instance then reclaim = '1' end
 
 -- send is Resolve's rule for verdicts that would send: a rate-limited
 -- destination delays them and leaves the record as it is.
@@ -64,7 +73,7 @@ local function send(v)
 end
 
 local function matches(fp)
-  for i = 15, #ARGV do
+  for i = 16, #ARGV do
     if ARGV[i] == fp then return true end
   end
   return false
@@ -83,7 +92,7 @@ elseif st == 'failed' then
   verdict = send('retry')
 elseif st == 'in-progress' and regrant == '1' then
   verdict = f[8]
-elseif st == 'in-progress' and expired == '0' then
+elseif st == 'in-progress' and expired == '0' and reclaim == '0' then
   verdict = 'pending'
 elseif st == 'in-progress' and unsent == '1' then
   verdict = send('retry')
@@ -98,7 +107,7 @@ end
 local token = '0'
 if st == 'in-progress' and regrant == '1' then
   -- The grant stands as written: hand its token back, write nothing.
-  local out = {verdict, st, expired, int(now), f[3], regrant, unsent}
+  local out = {verdict, st, expired, int(now), f[3], regrant, unsent, reclaim}
   local all = redis.call('HGETALL', KEYS[1])
   for i = 1, #all do out[#out + 1] = all[i] end
   return out
@@ -119,8 +128,8 @@ if token ~= '0' then
   -- holding it is still seen as stuck, not as absent.
   local ea = math.max(tonumber(f[5]), lu + tonumber(ARGV[3]))
   local n = tonumber(f[6]) + 1
-  local a = cjson.encode({at = int(now), class = verdict, owner = ARGV[2], token = token})
-  redis.call('HSET', KEYS[1], 'st', 'in-progress', 'ow', ARGV[2], 'tok', token,
+  local a = cjson.encode({at = int(now), class = verdict, owner = owner, token = token})
+  redis.call('HSET', KEYS[1], 'st', 'in-progress', 'ow', owner, 'in', instance, 'tok', token,
     'lu', int(lu), 'ea', int(ea), 'na', int(n), 'a' .. int(n), a,
     'nc', ARGV[13], 'gv', verdict, 'mk', ARGV[14])
   redis.call('HDEL', KEYS[1], 'rs')
@@ -130,7 +139,7 @@ if token ~= '0' then
   redis.call('PEXPIREAT', KEYS[1], int(ea) + 3600000)
 end
 
-local out = {verdict, st, expired, int(now), token, regrant, unsent}
+local out = {verdict, st, expired, int(now), token, regrant, unsent, reclaim}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all do out[#out + 1] = all[i] end
 return out

@@ -19,6 +19,8 @@ type meta struct {
 	grantedUnsent bool
 	nonce         string
 	promised      bool
+	// grantedReclaim is the Reclaim input of the last grant.
+	grantedReclaim bool
 	// stateErr is ErrCorrupt for a state this version cannot read, which
 	// Reserve still decides on (as uncertain) before reporting it.
 	stateErr error
@@ -54,7 +56,8 @@ func scanRecord(keys ledger.EncryptionKeys, r row, extra ...any) (ledger.Record,
 	)
 	dest := []any{&id, &rec.Key.Tenant, &rec.Key.Operation, &rec.Key.Key, &rec.Fingerprint, &state,
 		&rec.Owner, &m.token, &lease, &rec.Reason, &rec.CreatedAt, &rec.ExpiresAt, &attempts, &attemptCount,
-		&m.granted, &m.grantedFrom, &m.grantedUnsent, &m.atomic, &m.nonce, &m.promised, &rec.Sending, &status, &header, &body, &bodyHash, &bodyLen, &bodyOmitted, &sealedMark}
+		&m.granted, &m.grantedFrom, &m.grantedUnsent, &m.atomic, &m.nonce, &m.promised, &rec.Sending, &status, &header, &body, &bodyHash, &bodyLen, &bodyOmitted, &sealedMark,
+		&rec.Instance, &m.grantedReclaim}
 	if err := r.Scan(append(dest, extra...)...); err != nil {
 		return ledger.Record{}, meta{}, err
 	}

@@ -68,6 +68,14 @@ CREATE TABLE IF NOT EXISTS {{table}} (
 -- by their data (ledger.EncryptionKeys.Open).
 ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS outcome_sealed boolean;
 
+-- instance is the current grant's ReserveRequest.Instance, the run of its
+-- owner: a Reserve by the same owner under another instance finds the
+-- holder restarted and takes its lease over at once (ledger.Input.Reclaim).
+-- granted_reclaim records that the last grant was such a takeover, for
+-- Reserve's re-check with ledger.Resolve.
+ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS instance text NOT NULL DEFAULT '';
+ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS granted_reclaim boolean NOT NULL DEFAULT false;
+
 -- Purge deletes by expiry, oldest first.
 CREATE INDEX IF NOT EXISTS {{expires_idx}} ON {{table}} (expires_at);
 

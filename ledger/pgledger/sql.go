@@ -13,6 +13,7 @@ import "strings"
 //	$11 keys honoured  $12 first token of a new record
 //	$13 attempts kept (ledger.Config.MaxAttempts)
 //	$15 nonce  $16 marks sending (ReserveRequest.MarksSending)
+//	$17 instance: the owner's run (ReserveRequest.Instance), '' if unknown
 //	$14 every stored fingerprint that matches the request
 //	    (ledger.FingerprintKeys.Candidates); $5 is the request's, sealed
 
@@ -20,7 +21,8 @@ import "strings"
 const columns = `id, tenant, operation, action_key, fingerprint, state, owner, token,
   lease_until, reason, created_at, expires_at, attempts, attempt_count,
   granted, granted_from, granted_unsent, atomic, nonce, promised, sending,
-  status, header, body, body_hash, body_len, body_omitted, outcome_sealed`
+  status, header, body, body_hash, body_len, body_omitted, outcome_sealed,
+  instance, granted_reclaim`
 
 // effState is the state the decision sees: a stored state, except that an
 // atomic action whose lease ran out counts as failed, because its effects
@@ -28,17 +30,23 @@ const columns = `id, tenant, operation, action_key, fingerprint, state, owner, t
 const effState = `(CASE WHEN r.state = 'in-progress' AND r.atomic AND r.lease_until <= now()
   THEN 'failed' ELSE r.state END)`
 
+// reclaim is ledger.Input.Reclaim over an existing row r in progress: its
+// lease was granted to another run of the requesting owner, which
+// restarted, so the lease counts as expired.
+const reclaim = `($6::text <> '' AND $17::text <> '' AND r.owner = $6::text
+  AND r.instance <> '' AND r.instance <> $17::text)`
+
 // verdict is ledger.Resolve over an existing row r, as SQL. Go re-checks
 // every grant against Resolve (see Store.Reserve), so this and resolve.go
 // cannot drift silently.
-var verdict = strings.NewReplacer("{{eff}}", effState).Replace(`(CASE
+var verdict = strings.NewReplacer("{{eff}}", effState, "{{reclaim}}", reclaim).Replace(`(CASE
   WHEN r.expires_at < now() THEN (CASE WHEN $9 THEN 'delayed' ELSE 'created' END)
   WHEN {{eff}} NOT IN ('in-progress', 'completed', 'failed', 'uncertain') THEN 'uncertain'
   WHEN NOT (r.fingerprint = ANY($14::text[])) THEN 'conflict'
   WHEN {{eff}} = 'completed' THEN 'replayed'
   WHEN {{eff}} = 'failed' THEN (CASE WHEN $9 THEN 'delayed' ELSE 'retry' END)
   WHEN {{eff}} = 'in-progress' AND r.nonce = $15 THEN r.granted
-  WHEN {{eff}} = 'in-progress' AND r.lease_until > now() THEN 'pending'
+  WHEN {{eff}} = 'in-progress' AND r.lease_until > now() AND NOT {{reclaim}} THEN 'pending'
   WHEN {{eff}} = 'in-progress' AND r.promised AND NOT r.sending THEN (CASE WHEN $9 THEN 'delayed' ELSE 'retry' END)
   WHEN $10 THEN 'reconcile'
   WHEN $11 THEN (CASE WHEN $9 THEN 'delayed' ELSE 'resend' END)
@@ -67,6 +75,7 @@ var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_a
   fingerprint   = CASE WHEN {{expired}} THEN $5 ELSE r.fingerprint END,
   state         = 'in-progress',
   owner         = $6,
+  instance      = $17,
   token         = CASE WHEN {{expired}} THEN $12 ELSE r.token + 1 END,
   lease_until   = now() + $7::bigint * interval '1 millisecond',
   reason        = '',
@@ -81,6 +90,7 @@ var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_a
   granted_from  = CASE WHEN {{expired}} THEN 'expired' ELSE {{eff}} END,
   atomic        = false,
   granted_unsent = NOT {{expired}} AND {{eff}} = 'in-progress' AND r.promised AND NOT r.sending,
+  granted_reclaim = NOT {{expired}} AND {{eff}} = 'in-progress' AND r.lease_until > now() AND ` + reclaim + `,
   nonce         = $15,
   promised      = $16,
   sending       = CASE WHEN {{expired}} THEN false ELSE r.sending END,
@@ -96,11 +106,12 @@ var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_a
 // the record, or, on the conflict, takes the existing one over when the
 // decision owns it; otherwise it writes nothing and returns no row.
 var reserveSQL = `INSERT INTO {{table}} AS r (id, tenant, operation, action_key, fingerprint, state, owner,
-  token, lease_until, created_at, expires_at, attempts, attempt_count, granted, granted_from, nonce, promised)
+  token, lease_until, created_at, expires_at, attempts, attempt_count, granted, granted_from, nonce, promised,
+  instance)
 VALUES ($1, $2, $3, $4, $5, 'in-progress', $6, $12, now() + $7::bigint * interval '1 millisecond', now(),
   greatest(now() + $8::bigint * interval '1 millisecond', now() + 2 * $7::bigint * interval '1 millisecond'),
   jsonb_build_array(` + sprintf(attemptJSON, `1`, `'created'`, `$6::text`, `$12::bigint`) + `), 1, 'created', 'absent',
-  $15, $16)
+  $15, $16, $17)
 ON CONFLICT (id) DO UPDATE SET` + strings.ReplaceAll(takeover, "{{eff}}", effState) + `
 WHERE ` + owns + `
 RETURNING ` + prefixed("r.", columns)

@@ -125,7 +125,7 @@ func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.
 		rec, m, err := scanRecord(s.cfg.EncryptionKeys, s.db.QueryRow(ctx, q, id, req.Key.Tenant, req.Key.Operation, req.Key.Key,
 			s.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 			req.Limited, req.Reconciler, req.KeysHonoured, ledger.NewToken(), s.cfg.HistoryCap(),
-			s.cfg.FingerprintKeys.Candidates(req.Fingerprint), req.Nonce, req.MarksSending))
+			s.cfg.FingerprintKeys.Candidates(req.Fingerprint), req.Nonce, req.MarksSending, req.Instance))
 		switch {
 		case err == nil:
 			return s.granted(req, rec, m)
@@ -157,7 +157,10 @@ func (s *Store) granted(req ledger.ReserveRequest, rec ledger.Record, m meta) (l
 	} else if from != ledger.StateAbsent {
 		in.State, in.StoredFingerprint = from, rec.Fingerprint
 		in.Fingerprint = s.cfg.FingerprintKeys.Match(rec.Fingerprint, req.Fingerprint)
-		in.LeaseExpired = from == ledger.StateInProgress
+		// A takeover of a live lease is a reclaim; any other of an
+		// action in progress found its lease over.
+		in.LeaseExpired = from == ledger.StateInProgress && !m.grantedReclaim
+		in.Reclaim = m.grantedReclaim
 		in.Unsent = m.grantedUnsent
 	}
 	res := ledger.Reservation{Decision: ledger.Resolve(in), Record: rec, Token: m.token,
@@ -186,6 +189,7 @@ func (s *Store) decide(ctx context.Context, req ledger.ReserveRequest) (ledger.R
 		if rec.State == ledger.StateInProgress {
 			in.Regrant = m.nonce == req.Nonce
 			in.Unsent = m.promised && !rec.Sending
+			in.Reclaim = req.Reclaims(rec)
 			if in.Regrant {
 				var ok bool
 				if in.Granted, ok = ledger.ParseVerdict(m.granted); !ok {
