@@ -17,9 +17,13 @@ import (
 func TestRedisWaitUnacknowledgedMarkSendsNothing(t *testing.T) {
 	primary := redistest.StartWith(t, "--repl-diskless-sync-delay", "0")
 	_, rc := startReplica(t, primary)
+	// The grant waits as long as the replica needs for its first
+	// acknowledgement (it may take a few hundred ms after the link comes
+	// up); the mark, after the cut, waits 100ms and must fail.
+	granting := mustRedis(t, primary.Client(t), RedisConfig{WaitReplicas: 1, WaitTimeout: 5 * time.Second})
 	s := mustRedis(t, primary.Client(t), RedisConfig{WaitReplicas: 1, WaitTimeout: 100 * time.Millisecond})
 	const lease = 50 * time.Millisecond
-	res, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w1", Lease: lease, MarksSending: true})
+	res, err := granting.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w1", Lease: lease, MarksSending: true})
 	if err != nil || res.Verdict != VerdictCreated {
 		t.Fatalf("Reserve: %s, %v", res.Verdict, err)
 	}
