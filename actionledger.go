@@ -61,7 +61,8 @@ type reservation struct {
 	cause error
 	// retryAt, with ErrPending, is when the other call's lease ends.
 	retryAt time.Time
-	// maybeApplied reports that an earlier call may have applied it.
+	// maybeApplied reports that an earlier call may have applied it: set
+	// with a stop, and on a resend grant, which the call then owns.
 	maybeApplied bool
 }
 
@@ -119,9 +120,16 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 	}
 	g.decided(res.Verdict, res.Path, res.Expired)
 	switch res.Verdict {
-	case ledger.VerdictCreated, ledger.VerdictRetry, ledger.VerdictResend:
+	case ledger.VerdictCreated, ledger.VerdictRetry:
 		g.own(ctx, res.Token)
 		return reservation{}
+	case ledger.VerdictResend:
+		// An earlier call may have applied it: should this call end
+		// before its own attempt says more (a limiter outage, the
+		// deadline), the record must stay "maybe applied", never "failed,
+		// no effect".
+		g.own(ctx, res.Token)
+		return reservation{maybeApplied: true}
 	case ledger.VerdictReplayed:
 		return reservation{replay: storedOutcome(res.Record.Outcome)}
 	case ledger.VerdictReconcile:

@@ -175,12 +175,12 @@ func (c *call) run() (*http.Response, error) {
 	if c.led != nil {
 		body, bodyErr := c.body.content(c.t.cfg.MaxBodyBuffer)
 		r := c.led.reserve(ctx, body, bodyErr, c.t.clock.Now())
+		c.out.MaybeApplied = c.out.MaybeApplied || r.maybeApplied
 		switch {
 		case r.replay != nil:
 			return c.replay(r.replay), nil
 		case r.stop != nil:
 			c.out.Class, c.out.RetryAt = unsentClass(r.stop), r.retryAt
-			c.out.MaybeApplied = c.out.MaybeApplied || r.maybeApplied
 			return c.giveUp(nil, r.cause, r.stop, noCancel)
 		}
 	}

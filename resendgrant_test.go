@@ -1,0 +1,55 @@
+package retrybudget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/limiter"
+)
+
+// A resend grant is an action an earlier call may already have applied.
+// When the call that holds it ends before its own attempt (here the
+// limiter is down, fail-closed), the record must stay "maybe applied"
+// (uncertain), never become "failed, no effect": the next run would then
+// send it as new work without asking anyone. Found by TestSimulation
+// (Memory seed 19518).
+func TestResendThatEndsBeforeSendingStaysMaybeApplied(t *testing.T) {
+	p := newProvider(t, status(201))
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	store := ledger.NewMemory(ledger.MemoryConfig{Now: func() time.Time { return now }})
+	act := Action{Tenant: "acme", Operation: "charge", Key: "o-1"}
+	// A dead owner marked it sending (it may have been applied), then its
+	// lease ran out. Its request was the one sent below.
+	same, _ := http.NewRequest("POST", p.URL, strings.NewReader("x"))
+	fp := ledger.Fingerprint(same.Method, same.URL, same.Header, nil, []byte("x"))
+	res, err := store.Reserve(context.Background(), ledger.ReserveRequest{Key: act, Fingerprint: fp, Owner: "dead",
+		Lease: time.Second, MarksSending: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.MarkSending(context.Background(), act, res.Token); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Minute)
+
+	lim := &scriptedLimiter{err: fmt.Errorf("%w: redis down", limiter.ErrUnavailable)}
+	tr, _ := newFakeTransport(Config{KeysHonoured: true, Limiter: lim, Ledger: LedgerConfig{Store: store}})
+	_, err = send(WithAction(context.Background(), act), t, tr, "POST", p.URL, "x")
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrLimiter) || !e.MaybeApplied {
+		t.Fatalf("error %v; want ErrLimiter, maybe applied", err)
+	}
+	rec, err := store.Get(context.Background(), act)
+	if err != nil || rec.State != ledger.StateUncertain {
+		t.Fatalf("record %v, %v; want uncertain (an earlier call may have applied it)", rec.State, err)
+	}
+	if n := len(p.requests()); n != 0 {
+		t.Fatalf("provider got %d requests; want none", n)
+	}
+}
