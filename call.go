@@ -294,6 +294,13 @@ func (c *call) finish(resp *http.Response, cancel context.CancelFunc) *http.Resp
 // one, else with an *Error.
 func (c *call) giveUp(resp *http.Response, err, reason error, cancel context.CancelFunc) (*http.Response, error) {
 	c.out.Reason = reason
+	if c.numbered && c.out.Attempts == 0 {
+		// An SDK's numbered re-send that ends before sending anything:
+		// the SDK's earlier sends of the same call, given up on elsewhere
+		// or too long ago to be remembered, may have applied it, and this
+		// call cannot tell otherwise.
+		c.out.MaybeApplied = true
+	}
 	if reason == ErrRejected || reason == ErrUncertain {
 		c.out.RetryAt = time.Time{}
 	}

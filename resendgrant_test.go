@@ -53,3 +53,25 @@ func TestResendThatEndsBeforeSendingStaysMaybeApplied(t *testing.T) {
 		t.Fatalf("provider got %d requests; want none", n)
 	}
 }
+
+// An SDK's numbered re-send (openai-go's X-Stainless-Retry-Count) that
+// ends before sending anything, here because its deadline has passed,
+// reports that the call may have been applied: the SDK's earlier sends of
+// it, no longer remembered here, may have been. Found by TestSimulation
+// (Memory seed 16051).
+func TestNumberedResendEndingUnsentIsMaybeApplied(t *testing.T) {
+	p := newProvider(t, status(201))
+	tr, fc := newFakeTransport(Config{})
+	ctx, cancel := context.WithDeadline(context.Background(), fc.Now().Add(-time.Second))
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", p.URL, strings.NewReader("x"))
+	req.Header.Set("X-Stainless-Retry-Count", "2")
+	_, err := tr.RoundTrip(req)
+	var e *Error
+	if !errors.As(err, &e) || e.Attempts != 0 || !e.MaybeApplied {
+		t.Fatalf("error %v; want no attempt, maybe applied", err)
+	}
+	if n := len(p.requests()); n != 0 {
+		t.Fatalf("provider got %d requests; want none", n)
+	}
+}
