@@ -97,3 +97,24 @@ func TestObserversKeepIdentitiesOut(t *testing.T) {
 		}
 	}
 }
+
+// A budget destination holding a credential hash (limiter.ByCredential as
+// budget.Config.Destination) is a metric label and a span event attribute
+// only up to its '#', like a boundary, unless identities are shown.
+func TestBudgetDestinationKeepsTheCredentialHashOut(t *testing.T) {
+	const dest, hash = "api.example.com#5e884898da280471", "5e884898da280471"
+	for _, show := range []bool{false, true} {
+		h := newHarness(t, otelretry.Config{Identities: retrybudget.Identities{ShowIdentities: show}})
+		h.tel.Observer().Budget(retrybudget.BudgetEvent{Destination: dest})
+		var out strings.Builder
+		for name, m := range h.metrics(t) {
+			fmt.Fprintf(&out, "%s %+v\n", name, m.Data)
+		}
+		if got := strings.Contains(out.String(), hash); got != show {
+			t.Errorf("ShowIdentities=%v: credential hash recorded = %v:\n%s", show, got, out.String())
+		}
+		if !strings.Contains(out.String(), "api.example.com") {
+			t.Errorf("ShowIdentities=%v: destination host not recorded:\n%s", show, out.String())
+		}
+	}
+}

@@ -78,3 +78,22 @@ func TestLedgerCommandPostgres(t *testing.T) {
 		t.Fatalf("after resolve --failed: %s, %v", again.Verdict, err)
 	}
 }
+
+// A connection string that does not parse is reported without itself: it
+// may hold the database password.
+func TestLedgerCommandNeverPrintsTheURL(t *testing.T) {
+	t.Setenv(ledgercli.FingerprintKeyEnv, string(ledgertest.FingerprintKeys()[0]))
+	const password = "s3cretPassw0rd"
+	for _, raw := range []string{
+		"postgres://user:" + password + "@ho st/db?table=t", // url.Parse refuses it (the table parameter)
+		"postgres://user:" + password + "@host:notaport/db", // pgx refuses it
+	} {
+		var out, errb bytes.Buffer
+		if code := run([]string{"ledger", "list", "--url", raw}, &out, &errb); code == 0 {
+			t.Fatalf("list with %q succeeded", raw)
+		}
+		if strings.Contains(errb.String()+out.String(), password) {
+			t.Fatalf("the error for %q prints the password: %s", raw, errb.String())
+		}
+	}
+}
