@@ -47,11 +47,13 @@ type giveUps struct {
 
 // giveUpScope is the share of one tenant or destination.
 type giveUpScope struct {
-	n int // memos of the scope
 	// spare holds the scope's memos that may be evicted, kept those that
 	// may not; each oldest first.
 	spare, kept list.List
 }
+
+// len returns how many memos the scope holds.
+func (s *giveUpScope) len() int { return s.spare.Len() + s.kept.Len() }
 
 // memo is one remembered give-up, under all the ids of its call.
 type memo struct {
@@ -111,7 +113,7 @@ func (g *giveUps) put(ids []string, scope string, e *giveUp, now time.Time) bool
 			g.drop(m)
 		}
 	}
-	if s := g.scopes[scope]; s != nil && s.n >= cmp.Or(g.scopeLimit, maxScopeGiveUps) && !g.makeRoom(&s.spare, &s.kept, now) {
+	if s := g.scopes[scope]; s != nil && s.len() >= cmp.Or(g.scopeLimit, maxScopeGiveUps) && !g.makeRoom(&s.spare, &s.kept, now) {
 		return false
 	}
 	if g.order.Len() >= cmp.Or(g.limit, maxGiveUps) && !g.makeRoom(&g.spare, nil, now) {
@@ -132,7 +134,6 @@ func (g *giveUps) put(ids []string, scope string, e *giveUp, now time.Time) bool
 		m.inSpare = g.spare.PushBack(m)
 		m.inScope = s.spare.PushBack(m)
 	}
-	s.n++
 	for _, id := range ids {
 		g.ids[id] = m
 	}
@@ -189,7 +190,7 @@ func (g *giveUps) drop(m *memo) {
 		s.kept.Remove(m.inScope)
 	}
 	// An empty scope is forgotten, so that scopes are bounded by memos.
-	if s.n--; s.n == 0 {
+	if s.len() == 0 {
 		delete(g.scopes, m.scope)
 	}
 }
