@@ -61,10 +61,10 @@ func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.D
 			return admission{stop: ErrLimiter, cause: err, waited: waited}
 		}
 		if d.Allowed {
-			if obs := g.observer.Limited; obs != nil && d.Waited > 0 {
+			if d.Waited > 0 {
 				// The limiter made the call wait inside Allow (a fair
 				// queue's slot): a wait like any other, reported as one.
-				obs(LimitEvent{Request: g.caller, Route: g.route, Boundary: g.req.Boundary, Decision: d, Wait: d.Waited})
+				g.limited(d, d.Waited)
 			}
 			return admission{waited: waited}
 		}
@@ -75,9 +75,7 @@ func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.D
 			at = d.CooldownUntil
 			wait = at.Sub(now)
 		}
-		if obs := g.observer.Limited; obs != nil {
-			obs(LimitEvent{Request: g.caller, Route: g.route, Boundary: g.req.Boundary, Decision: d, Wait: wait})
-		}
+		g.limited(d, wait)
 		if waited+wait > g.maxWait || (!deadline.IsZero() && !at.Before(deadline)) {
 			return admission{stop: ErrRateLimited, retryAt: at, waited: waited}
 		}
@@ -85,6 +83,14 @@ func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.D
 		if err := g.clock.Sleep(ctx, wait); err != nil {
 			return admission{stop: err, cause: err, waited: waited}
 		}
+	}
+}
+
+// limited reports the limiter's decision d and the call's wait for it to
+// the Observer.
+func (g *limitGate) limited(d limiter.Decision, wait time.Duration) {
+	if obs := g.observer.Limited; obs != nil {
+		obs(LimitEvent{Request: g.caller, Route: g.route, Boundary: g.req.Boundary, Decision: d, Wait: wait})
 	}
 }
 
