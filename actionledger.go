@@ -322,11 +322,9 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	defer cancel()
 	store := g.cfg.Ledger.Store
 	answered := out.Reason == nil || out.Reason == ErrRejected
-	// A 409 to a keyed request says another request under the key is
-	// still being processed (IETF Idempotency-Key draft §2.7, Stripe):
-	// whatever a Classifier made of it, it is not the action's answer,
-	// and the request in progress may apply it.
-	inFlight := resp != nil && g.keyed && resp.StatusCode == http.StatusConflict
+	// A keyed 409 is not the action's answer, and the request in
+	// progress may apply it.
+	inFlight := inProgress(resp, g.keyed)
 	if resp == nil || !answered || inFlight || (out.Class != ClassSuccess && out.Class != ClassBusiness) {
 		reason := "gave up"
 		if out.Reason != nil {

@@ -1,7 +1,6 @@
 package retrybudget
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/retrybudget/retrybudget/internal/schedule"
@@ -76,18 +75,6 @@ func planWait(w schedule.Wait) waitPlan {
 		p.stop = ErrDeadline
 	}
 	return p
-}
-
-// inProgress reports whether the attempt was answered "in progress" under
-// the call's idempotency key: a 409 to a keyed request that the classifier
-// retries (draft-ietf-httpapi-idempotency-key-header §2.7, Stripe, this
-// package's own middleware). The provider holds the request and asks to be
-// asked again for its answer, so the next attempt reads that answer rather
-// than redoing work: it does not spend the retry budget. MaxAttempts, the
-// provider's Retry-After and the deadline still bound it.
-func (s sent) inProgress(key string) bool {
-	return key != "" && s.resp != nil && s.resp.StatusCode == http.StatusConflict &&
-		s.cls.Class != ClassBusiness && s.cls.Hint != HintNoRetry
 }
 
 // withdraw asks the Budget for one retry and reports the decision to the

@@ -235,7 +235,7 @@ func (c *call) run() (*http.Response, error) {
 		if planned {
 			c.out.RetryAt = plan.at
 		}
-		if plan.stop == nil && !a.inProgress(c.out.Key) && !c.withdraw() {
+		if plan.stop == nil && !inProgress(a.resp, c.out.Key != "") && !c.withdraw() {
 			// The backoff time would invite the caller straight back
 			// against a budget that just said no; only the provider's own
 			// time is a useful hint here.

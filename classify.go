@@ -141,6 +141,17 @@ func (d DefaultClassifier) Classify(a *AttemptResult) Classification {
 	return c
 }
 
+// inProgress reports whether resp answers a keyed request "in progress": a
+// 409 to a request carrying an idempotency key means another request under
+// the key is still being processed (draft-ietf-httpapi-idempotency-key-header
+// §2.7, Stripe, this module's own middleware). Whatever a Classifier made
+// of it, it is not the action's answer (the ledger never stores it), and
+// asking again reads that answer rather than redoing work (it spends no
+// retry budget).
+func inProgress(resp *http.Response, keyed bool) bool {
+	return keyed && resp != nil && resp.StatusCode == http.StatusConflict
+}
+
 // keyed reports whether req carries an idempotency key.
 func (d DefaultClassifier) keyed(req *http.Request) bool {
 	h := d.KeyHeader
