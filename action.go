@@ -20,7 +20,7 @@ type actionCtxKey struct{}
 // WithAction returns a context that names the business action of the
 // requests made with it. The Transport sends a.IdempotencyKey() in its key
 // header, in place of any key the caller or an SDK put there (the
-// Observer's KeyReplaced says when), so every attempt and every re-submission
+// the Observer's AttemptEvent.Replaced says when), so every attempt and every re-submission
 // of the action carries the same key. A caller who wants a key of their own
 // makes it the action's Key. The Transport treats the request as safe to
 // retry even when its method is not idempotent: attaching an action asserts

@@ -124,7 +124,7 @@ func (g *limitGate) cooldown(ctx context.Context, cls Classification) {
 		return
 	}
 	if obs := g.observer.Cooldown; obs != nil {
-		obs(CooldownEvent{Request: g.caller, Route: g.route, Boundary: g.req.Boundary, Until: until})
+		obs(LimitEvent{Request: g.caller, Route: g.route, Boundary: g.req.Boundary, Until: until})
 	}
 	_ = g.lim.Cooldown(ctx, g.req.Boundary, until)
 }

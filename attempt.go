@@ -94,6 +94,9 @@ func (c *call) report(a *sent) {
 		if a.resp != nil {
 			ev.StatusCode = a.resp.StatusCode
 		}
+		if c.first != nil {
+			ev.Replaced = c.first.replaced
+		}
 		obs(ev)
 	}
 }

@@ -80,6 +80,8 @@ type firstAttempt struct {
 	req   http.Request
 	trace attemptTrace
 	key   [1]string
+	// replaced is the key that key replaced in the header (see setKey).
+	replaced string
 }
 
 // newCall prepares the key, body and deadline of one call.

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Identities says whether observers (LogObserver, and otelretry's
+// Identities says whether observers (slogretry.Observer, and otelretry's
 // Telemetry) show who and what a call is for. It is the one rule for the
 // Transport's outbound events and the idempotency middleware's inbound
 // logs.

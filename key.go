@@ -5,34 +5,14 @@ import (
 	"net/http"
 )
 
-// KeyEvent describes an idempotency key the Transport put in place of the
-// key the caller or an SDK had set in the key header: an Action's key wins,
-// so that a re-submitted action reaches the provider under the key of its
-// first submission (stripe-go, for one, sets a fresh random key on every
-// POST).
-type KeyEvent struct {
-	// Request is the caller's request.
-	Request *http.Request
-	// Route names the Route that matched the request; empty when none did.
-	Route string
-	// Header is the key header.
-	Header string
-	// Replaced is the key that was in the header.
-	Replaced string
-	// Key is the key sent instead: the Action's.
-	Key string
-}
-
-// setKey puts the call's key in its own copy of the headers, and reports a
-// replaced key to the Observer. The copy's key value is c.first.key, so
+// setKey puts the call's key in its own copy of the headers, and keeps the
+// key it replaced for the Observer's AttemptEvent. The copy's key value is c.first.key, so
 // setting it costs no allocation beyond the map; the call must have been
 // made with first for this reason (see keySent).
 func (c *call) setKey(key, replaced string) {
 	c.first.key[0] = key
 	c.header, c.headerCopied = withValue(c.req.Header, c.t.cfg.KeyHeader, c.first.key[:]), true
-	if obs := c.t.cfg.Observer.KeyReplaced; obs != nil && replaced != "" {
-		obs(KeyEvent{Request: c.req, Route: c.t.route, Header: c.t.cfg.KeyHeader, Replaced: replaced, Key: key})
-	}
+	c.first.replaced = replaced
 }
 
 // keySent reports whether the Transport sends a key of its own, from src:

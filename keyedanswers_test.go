@@ -1,14 +1,11 @@
 package retrybudget
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -214,29 +211,6 @@ func Test503OnUnkeyedPOSTIsNotRetriedWithoutRetryAfter(t *testing.T) {
 	}
 	if n := effects.Load(); n != 1 {
 		t.Fatalf("effects %d; want 1", n)
-	}
-}
-
-func TestLogObserverKeepsKeysAndTenantsOutOfLogs(t *testing.T) {
-	// The Transport and the inbound middleware follow one rule: no raw key
-	// or tenant in the logs, and the action named by Identities.ActionID.
-	var buf bytes.Buffer
-	ids := Identities{ActionKey: []byte("log-action-key-of-the-deployment")}
-	obs := LogObserver(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), ids)
-	req, _ := http.NewRequest("POST", "https://api.example.com/v1/charges", nil)
-	act := Action{Tenant: "tenant-secret", Operation: "charge", Key: "order-secret"}
-	obs.Attempt(AttemptEvent{Request: req, Attempt: 1, Key: "key-secret", Class: ClassServer})
-	obs.GiveUp(GiveUpEvent{Request: req, Outcome: Outcome{Key: "key-secret", Reason: ErrUncertain}})
-	obs.Ledger(LedgerEvent{Request: req, Action: act, Op: "reserve", Verdict: ledger.VerdictConflict})
-	obs.Ledger(LedgerEvent{Request: req, Action: act, Op: "complete", Err: errors.New("down")})
-	out := buf.String()
-	for _, raw := range []string{"tenant-secret", "order-secret", "key-secret"} {
-		if strings.Contains(out, raw) {
-			t.Errorf("log carries %q:\n%s", raw, out)
-		}
-	}
-	if id := ids.ActionID(act); strings.Count(out, id) != 2 {
-		t.Errorf("ledger records do not name the action by its ID %s, as the middleware does:\n%s", id, out)
 	}
 }
 

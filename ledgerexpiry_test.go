@@ -1,8 +1,11 @@
 package retrybudget_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/slogretry"
 )
 
 // fakeNow is a clock the test moves by hand.
@@ -26,7 +30,7 @@ func (c *fakeNow) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); 
 
 // TestLedgerEventReportsExpiry runs one action three times: the second
 // call comes past the record's retention (within ExpiryGrace), so its
-// LedgerEvent says Expired and LogObserver logs it at Info; the first and
+// LedgerEvent says Expired and slogretry's Observer logs it at Info; the first and
 // the third (a replay of the new record) do not.
 func TestLedgerEventReportsExpiry(t *testing.T) {
 	var effects int
@@ -41,13 +45,14 @@ func TestLedgerEventReportsExpiry(t *testing.T) {
 	defer srv.Close()
 	clock := &fakeNow{now: time.Unix(1_000_000, 0)}
 	store := ledger.NewMemory(ledger.MemoryConfig{Config: ledger.Config{Retention: time.Hour}, Now: clock.Now})
-	var rec logRecorder
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ids := retrybudget.Identities{ActionKey: []byte("log-action-key-of-the-deployment")}
 	var events []retrybudget.LedgerEvent
 	tr := retrybudget.New(retrybudget.Config{
 		Base:   srv.Client().Transport,
 		Ledger: retrybudget.LedgerConfig{Store: store},
-		Observer: retrybudget.Observers(retrybudget.LogObserver(rec.logger(), ids),
+		Observer: slogretry.Observer(logger, ids).Join(
 			retrybudget.Observer{Ledger: func(ev retrybudget.LedgerEvent) { events = append(events, ev) }}),
 	})
 	act := retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
@@ -77,7 +82,12 @@ func TestLedgerEventReportsExpiry(t *testing.T) {
 		}
 	}
 	var expired []map[string]any
-	for _, r := range rec.records(t) {
+	dec := json.NewDecoder(&logs)
+	for dec.More() {
+		var r map[string]any
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
 		if r["expired"] == true {
 			expired = append(expired, r)
 		}
@@ -85,6 +95,6 @@ func TestLedgerEventReportsExpiry(t *testing.T) {
 	id := ids.ActionID(act)
 	if len(expired) != 1 || expired[0]["level"] != "INFO" || expired[0]["verdict"] != "created" ||
 		expired[0]["action"] != id || expired[0]["tenant"] != nil {
-		t.Fatalf("expired records %v; want one INFO created record of action %s without its tenant\n%s", expired, id, rec.text())
+		t.Fatalf("expired records %v; want one INFO created record of action %s without its tenant", expired, id)
 	}
 }

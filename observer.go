@@ -26,14 +26,11 @@ type Observer struct {
 	// Limited is called when the rate limiter makes an attempt wait.
 	Limited func(LimitEvent)
 	// Cooldown is called when a provider answer pauses a limiter
-	// boundary.
-	Cooldown func(CooldownEvent)
+	// boundary; the LimitEvent's Until is the end of the pause.
+	Cooldown func(LimitEvent)
 	// Ledger is called for every action ledger decision (a
 	// ledger.Verdict) and for every store operation that failed.
 	Ledger func(LedgerEvent)
-	// KeyReplaced is called when an Action's key replaces the key the
-	// caller or an SDK had put in the key header.
-	KeyReplaced func(KeyEvent)
 	// Sweep receives a ledger sweep's report: the stuck and uncertain
 	// actions it found and what reconciling them did. The Transport never
 	// sweeps; pass Sweep as ledger.MonitorConfig.Report, so the Observer
@@ -47,14 +44,15 @@ type Observer struct {
 func (o *Observer) isZero() bool {
 	return o.Attempt == nil && o.Retry == nil && o.GiveUp == nil &&
 		o.Budget == nil && o.Limited == nil && o.Cooldown == nil && o.Ledger == nil &&
-		o.KeyReplaced == nil && o.Sweep == nil
+		o.Sweep == nil
 }
 
-// Observers returns an Observer that calls each of obs in turn for every
-// event, skipping their nil fields.
-func Observers(obs ...Observer) Observer {
-	var o Observer
-	for _, x := range obs {
+// Join returns an Observer that calls o and then each of others in turn
+// for every event, skipping their nil fields:
+//
+//	obs := tel.Observer().Join(slogretry.Observer(logger))
+func (o Observer) Join(others ...Observer) Observer {
+	for _, x := range others {
 		o.Attempt = chain(o.Attempt, x.Attempt)
 		o.Retry = chain(o.Retry, x.Retry)
 		o.GiveUp = chain(o.GiveUp, x.GiveUp)
@@ -62,7 +60,6 @@ func Observers(obs ...Observer) Observer {
 		o.Limited = chain(o.Limited, x.Limited)
 		o.Cooldown = chain(o.Cooldown, x.Cooldown)
 		o.Ledger = chain(o.Ledger, x.Ledger)
-		o.KeyReplaced = chain(o.KeyReplaced, x.KeyReplaced)
 		o.Sweep = chain(o.Sweep, x.Sweep)
 	}
 	return o
@@ -102,6 +99,12 @@ type AttemptEvent struct {
 	Attempt int
 	// Key is the idempotency key sent, if any.
 	Key string
+	// Replaced is the key the caller or an SDK had put in the key header,
+	// which Key replaced: an Action's key wins, so that a re-submitted
+	// action reaches the provider under the key of its first submission
+	// (stripe-go, for one, sets a fresh random key on every POST). Empty
+	// when no key was replaced.
+	Replaced string
 	// Class is the attempt's class.
 	Class Class
 	// StatusCode is the response status; 0 when Err is set.
@@ -140,7 +143,8 @@ type GiveUpEvent struct {
 	Outcome Outcome
 }
 
-// LimitEvent describes a wait imposed by the rate limiter.
+// LimitEvent describes a wait imposed by the rate limiter (Observer.Limited)
+// or a pause of a whole limiter boundary (Observer.Cooldown).
 type LimitEvent struct {
 	// Request is the caller's request.
 	Request *http.Request
@@ -148,24 +152,15 @@ type LimitEvent struct {
 	Route string
 	// Boundary is the limiter boundary the request counts against.
 	Boundary string
-	// Decision is the limiter's answer.
+	// Decision is the limiter's answer; zero for a Cooldown.
 	Decision limiter.Decision
 	// Wait is how long the Transport waits (or would wait) before asking
 	// again; for an allowed Decision, how long the limiter made the call
 	// wait inside Allow (Decision.Waited, a fair queue's slot), reported
-	// only when it did.
+	// only when it did. Zero for a Cooldown.
 	Wait time.Duration
-}
-
-// CooldownEvent describes a pause of a whole limiter boundary.
-type CooldownEvent struct {
-	// Request is the caller's request whose answer caused the pause.
-	Request *http.Request
-	// Route names the Route that matched the request; empty when none did.
-	Route string
-	// Boundary is the paused limiter boundary.
-	Boundary string
-	// Until is the end of the pause.
+	// Until is the end of the boundary's pause, for a Cooldown; zero for
+	// a wait.
 	Until time.Time
 }
 

@@ -123,9 +123,9 @@ func TestRetryHintsOverrideTheClass(t *testing.T) {
 func TestPauseUntilCoolsTheBoundaryEvenOnSuccess(t *testing.T) {
 	p := newProvider(t, status(200))
 	lim := &scriptedLimiter{decisions: []limiter.Decision{allow}}
-	var events []CooldownEvent
+	var events []LimitEvent
 	tr, fc := newFakeTransport(Config{Limiter: lim, Classifier: hinting{pause: 30 * time.Second},
-		Observer: Observer{Cooldown: func(e CooldownEvent) { events = append(events, e) }}})
+		Observer: Observer{Cooldown: func(e LimitEvent) { events = append(events, e) }}})
 	resp, err := send(context.Background(), t, tr, "GET", p.URL, "")
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestPauseUntilCoolsTheBoundaryEvenOnSuccess(t *testing.T) {
 
 func TestObserversCallsEach(t *testing.T) {
 	var a, b int
-	o := Observers(Observer{Retry: func(RetryEvent) { a++ }}, Observer{}, Observer{Retry: func(RetryEvent) { b++ }})
+	o := Observer{Retry: func(RetryEvent) { a++ }}.Join(Observer{}, Observer{Retry: func(RetryEvent) { b++ }})
 	o.Retry(RetryEvent{})
 	if a != 1 || b != 1 || o.Attempt != nil {
 		t.Fatalf("a=%d b=%d attempt=%v; want both Retry callbacks once and no Attempt", a, b, o.Attempt != nil)

@@ -32,8 +32,8 @@ func post(ctx context.Context, t *testing.T, rt http.RoundTripper, url string, h
 
 func TestActionKeyReplacesAnSDKsKey(t *testing.T) {
 	p := newProvider(t, status(200))
-	var events []KeyEvent
-	tr := New(Config{Observer: Observer{KeyReplaced: func(e KeyEvent) { events = append(events, e) }}})
+	var events []AttemptEvent
+	tr := New(Config{Observer: Observer{Attempt: func(e AttemptEvent) { events = append(events, e) }}})
 	a := Action{Operation: "charge", Key: "order-1"}
 	resp, err := post(WithAction(context.Background(), a), t, tr, p.URL, http.Header{"Idempotency-Key": {"sdk-random-1"}})
 	if err != nil {
@@ -44,7 +44,7 @@ func TestActionKeyReplacesAnSDKsKey(t *testing.T) {
 		t.Fatalf("provider saw key %q, want the Action's", got)
 	}
 	if len(events) != 1 || events[0].Replaced != "sdk-random-1" || events[0].Key != a.IdempotencyKey() {
-		t.Fatalf("KeyReplaced events %+v", events)
+		t.Fatalf("attempt events %+v, want one replacing sdk-random-1 with the Action's key", events)
 	}
 }
 

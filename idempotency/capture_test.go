@@ -236,7 +236,7 @@ func withInformational(ctx context.Context, got *[]int) context.Context {
 	})
 }
 
-// The middleware's log names an action as the Transport's LogObserver
+// The middleware's log names an action as slogretry's Observer
 // does (Identities.ActionID): not at all by default, by a keyed hash with
 // an ActionKey, never by the unkeyed record ID a guess would match.
 func TestLogNamesTheActionAsIdentitiesSay(t *testing.T) {

@@ -167,7 +167,7 @@ type Config struct {
 	// lease. Zero means one second.
 	PendingRetryAfter time.Duration
 	// Identities says how Logger's records name an action: by
-	// Identities.ActionID, the rule the Transport's LogObserver follows,
+	// Identities.ActionID, the rule slogretry's Observer follows,
 	// so one ActionKey matches inbound and outbound logs. The zero value
 	// leaves the action's name out.
 	Identities retrybudget.Identities

@@ -7,7 +7,7 @@
 //	tel, err := otelretry.New(otelretry.Config{MeterProvider: mp, TracerProvider: tp})
 //	if err != nil { ... }
 //	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{
-//		Observer: retrybudget.Observers(tel.Observer(), retrybudget.LogObserver(logger)),
+//		Observer: tel.Observer().Join(slogretry.Observer(logger)),
 //	})}
 //
 // The package never reads the OpenTelemetry globals: pass

@@ -89,7 +89,7 @@ func (t *Telemetry) limited(ev retrybudget.LimitEvent) {
 	t.event(ctx, "retrybudget.limiter.wait", append(attrs, DelayKey.Float64(ev.Wait.Seconds()))...)
 }
 
-func (t *Telemetry) cooldown(ev retrybudget.CooldownEvent) {
+func (t *Telemetry) cooldown(ev retrybudget.LimitEvent) {
 	ctx := contextOf(ev.Request)
 	boundary := BoundaryKey.String(t.ids.Boundary(ev.Boundary))
 	t.m.cooldowns.Add(ctx, 1, metric.WithAttributes(boundary))

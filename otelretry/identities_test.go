@@ -17,6 +17,7 @@ import (
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 	"github.com/retrybudget/retrybudget/otelretry"
+	"github.com/retrybudget/retrybudget/slogretry"
 )
 
 // TestObserversKeepIdentitiesOut pins that observers keep identities out
@@ -51,7 +52,7 @@ func TestObserversKeepIdentitiesOut(t *testing.T) {
 		srv := server(t, "429:0", "503", "200")
 		tr := retrybudget.New(retrybudget.Config{
 			Base: srv.Client().Transport, BaseDelay: time.Millisecond, KeysHonoured: true,
-			Observer: retrybudget.Observers(h.tel.Observer(), retrybudget.LogObserver(logger, ids)),
+			Observer: h.tel.Observer().Join(slogretry.Observer(logger, ids)),
 			Limiter:  &stepLimiter{waits: []time.Duration{time.Millisecond}},
 			Boundary: limiter.ByCredential(),
 			Ledger:   retrybudget.LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})},

@@ -34,7 +34,7 @@ type Config struct {
 	// Identities says whether idempotency keys (retrybudget.key) and the
 	// credential part of boundaries (retrybudget.boundary) are recorded:
 	// the zero value leaves them out, recording a boundary only up to its
-	// first '#', as retrybudget.LogObserver does (see
+	// first '#', as slogretry.Observer does (see
 	// retrybudget.Identities).
 	Identities retrybudget.Identities
 }

@@ -361,7 +361,7 @@ func TestNilProvidersRecordNothing(t *testing.T) {
 		o.GiveUp(retrybudget.GiveUpEvent{Request: req, Outcome: retrybudget.Outcome{Reason: retrybudget.ErrRejected}})
 		o.Budget(retrybudget.BudgetEvent{Request: req})
 		o.Limited(retrybudget.LimitEvent{Request: req})
-		o.Cooldown(retrybudget.CooldownEvent{Request: req})
+		o.Cooldown(retrybudget.LimitEvent{Request: req})
 		o.Ledger(retrybudget.LedgerEvent{Request: req, Verdict: ledger.VerdictReplayed})
 		o.Ledger(retrybudget.LedgerEvent{Request: req, Op: "complete", Err: errors.New("down")})
 	}

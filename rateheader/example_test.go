@@ -103,7 +103,7 @@ func ExampleClassifier() {
 	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{
 		Base:       fakeProvider{},
 		Classifier: rateheader.Classifier{},
-		Observer: retrybudget.Observer{Cooldown: func(e retrybudget.CooldownEvent) {
+		Observer: retrybudget.Observer{Cooldown: func(e retrybudget.LimitEvent) {
 			paused = append(paused, e.Boundary)
 		}},
 		// A Limiter is needed for the pause to reach the fleet; without

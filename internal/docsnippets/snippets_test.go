@@ -48,6 +48,7 @@ var knownImports = map[string]string{
 	"plan":         module + "/plan",
 	"presets":      module + "/presets",
 	"rateheader":   module + "/rateheader",
+	"slogretry":    module + "/slogretry",
 	"pgledger":     module + "/ledger/pgledger",
 	"riverjobs":    module + "/riverjobs",
 	"integrations": module + "/integrations",

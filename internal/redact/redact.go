@@ -11,7 +11,7 @@ import (
 // that URL keeps the query string (http.Client strips only the password),
 // and a query string may carry a token. The operation and the underlying
 // error stay, as they say what went wrong. The observers that log or record
-// transport errors (the root package's LogObserver, otelretry) use it
+// transport errors (slogretry's Observer, otelretry) use it
 // instead of err.Error().
 func ErrorText(err error) string {
 	var ue *url.Error

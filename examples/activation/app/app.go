@@ -8,6 +8,7 @@ import (
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/idempotency"
 	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/slogretry"
 )
 
 // Config wires the service.
@@ -66,7 +67,7 @@ func New(cfg Config) http.Handler {
 			// A destination asking for a longer pause gets it passed on
 			// to our client as Retry-After instead of holding the request.
 			MaxWait:  2 * time.Second,
-			Observer: retrybudget.LogObserver(logger),
+			Observer: slogretry.Observer(logger),
 		})},
 		destination: cfg.Destination,
 		activations: activations,

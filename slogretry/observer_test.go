@@ -1,4 +1,4 @@
-package retrybudget_test
+package slogretry_test
 
 import (
 	"bufio"
@@ -23,6 +23,7 @@ import (
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
+	"github.com/retrybudget/retrybudget/slogretry"
 )
 
 // logRecorder is a slog.Logger writing JSON records, at Debug and up, to a
@@ -94,17 +95,17 @@ func logAnswer(code int, kv ...string) func(*http.Request) (*http.Response, erro
 	}
 }
 
-func TestLogObserverNilLoggerIsSilent(t *testing.T) {
-	o := retrybudget.LogObserver(nil)
+func TestObserverNilLoggerIsSilent(t *testing.T) {
+	o := slogretry.Observer(nil)
 	if o.Attempt != nil || o.Retry != nil || o.GiveUp != nil || o.Budget != nil || o.Limited != nil ||
 		o.Cooldown != nil || o.Ledger != nil {
 		t.Fatalf("LogObserver(nil) = %+v; want the zero Observer", o)
 	}
 }
 
-// TestLogObserverTransport drives a real Transport against an httptest
+// TestObserverTransport drives a real Transport against an httptest
 // server answering 503, 429, then 200, and checks the records in order.
-func TestLogObserverTransport(t *testing.T) {
+func TestObserverTransport(t *testing.T) {
 	var mu sync.Mutex
 	n := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -128,7 +129,7 @@ func TestLogObserverTransport(t *testing.T) {
 	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{
 		Base:      srv.Client().Transport,
 		BaseDelay: time.Millisecond,
-		Observer:  retrybudget.LogObserver(rec.logger(), showIDs),
+		Observer:  slogretry.Observer(rec.logger(), showIDs),
 	})}
 	req, _ := http.NewRequest("POST", srv.URL+"/v1/charges?expand=customer", strings.NewReader(`{"amount":1999}`))
 	req.Header.Set("Idempotency-Key", "order-1042")
@@ -184,10 +185,10 @@ func TestLogObserverTransport(t *testing.T) {
 	}
 }
 
-// TestLogObserverEvents calls each callback directly and checks its message,
+// TestObserverEvents calls each callback directly and checks its message,
 // level and attributes, including the events a plain Transport run does not
 // produce without a limiter.
-func TestLogObserverEvents(t *testing.T) {
+func TestObserverEvents(t *testing.T) {
 	req, _ := http.NewRequest("POST", "https://api.example.com/v1/refunds", nil)
 	retryAt := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	tests := []struct {
@@ -247,7 +248,7 @@ func TestLogObserverEvents(t *testing.T) {
 	}, {
 		name: "cooldown",
 		emit: func(o retrybudget.Observer) {
-			o.Cooldown(retrybudget.CooldownEvent{Request: req, Boundary: "api.example.com", Until: retryAt})
+			o.Cooldown(retrybudget.LimitEvent{Request: req, Boundary: "api.example.com", Until: retryAt})
 		},
 		level: "INFO", msg: "retrybudget: boundary cooldown",
 		attrs: map[string]any{"boundary": "api.example.com", "until": "2030-01-02T03:04:05Z"},
@@ -280,7 +281,7 @@ func TestLogObserverEvents(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var rec logRecorder
-			tt.emit(retrybudget.LogObserver(rec.logger(), showIDs))
+			tt.emit(slogretry.Observer(rec.logger(), showIDs))
 			got := rec.records(t)
 			if len(got) != 1 {
 				t.Fatalf("%d records; want 1:\n%s", len(got), rec.text())
@@ -302,16 +303,16 @@ func TestLogObserverEvents(t *testing.T) {
 	}
 }
 
-// TestLogObserverLevelFilter checks that a logger above Debug gets no
+// TestObserverLevelFilter checks that a logger above Debug gets no
 // attempt records but still gets retries.
 // A budget destination holding a credential hash (limiter.ByCredential) is
 // logged only up to its '#', like a boundary, unless identities are shown.
-func TestLogObserverHidesTheDestinationsCredentialHash(t *testing.T) {
+func TestObserverHidesTheDestinationsCredentialHash(t *testing.T) {
 	req, _ := http.NewRequest("POST", "https://api.example.com/v1/refunds", nil)
 	const dest, hash = "api.example.com#5e884898da280471", "5e884898da280471"
 	for _, show := range []bool{false, true} {
 		var buf bytes.Buffer
-		obs := retrybudget.LogObserver(slog.New(slog.NewJSONHandler(&buf, nil)), retrybudget.Identities{ShowIdentities: show})
+		obs := slogretry.Observer(slog.New(slog.NewJSONHandler(&buf, nil)), retrybudget.Identities{ShowIdentities: show})
 		obs.Budget(retrybudget.BudgetEvent{Request: req, Destination: dest})
 		if got := strings.Contains(buf.String(), hash); got != show {
 			t.Errorf("ShowIdentities=%v: credential hash logged = %v:\n%s", show, got, buf.String())
@@ -324,11 +325,11 @@ func TestLogObserverHidesTheDestinationsCredentialHash(t *testing.T) {
 
 // OmitPath keeps a secret carried in the URL path (a webhook token) out of
 // every record; the host is still logged.
-func TestLogObserverOmitPath(t *testing.T) {
+func TestObserverOmitPath(t *testing.T) {
 	req, _ := http.NewRequest("POST", "https://hooks.example.com/services/T0/B0/xoxsecretpath", nil)
 	for _, omit := range []bool{false, true} {
 		var buf bytes.Buffer
-		obs := retrybudget.LogObserver(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		obs := slogretry.Observer(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
 			retrybudget.Identities{OmitPath: omit})
 		obs.Attempt(retrybudget.AttemptEvent{Request: req, Attempt: 1})
 		obs.GiveUp(retrybudget.GiveUpEvent{Request: req, Outcome: retrybudget.Outcome{Reason: retrybudget.ErrRejected}})
@@ -342,9 +343,9 @@ func TestLogObserverOmitPath(t *testing.T) {
 	}
 }
 
-func TestLogObserverLevelFilter(t *testing.T) {
+func TestObserverLevelFilter(t *testing.T) {
 	var buf bytes.Buffer
-	o := retrybudget.LogObserver(slog.New(slog.NewJSONHandler(&buf, nil)))
+	o := slogretry.Observer(slog.New(slog.NewJSONHandler(&buf, nil)))
 	req, _ := http.NewRequest("GET", "https://api.example.com/", nil)
 	o.Attempt(retrybudget.AttemptEvent{Request: req, Attempt: 1, StatusCode: 503, Class: retrybudget.ClassCapacity})
 	if buf.Len() != 0 {
@@ -356,10 +357,10 @@ func TestLogObserverLevelFilter(t *testing.T) {
 	}
 }
 
-// TestLogObserverNeverLogsCredentials sends a request carrying secrets in
+// TestObserverNeverLogsCredentials sends a request carrying secrets in
 // every place a request can carry them, through a provider that fails in
 // every way the Transport reports, and checks that none reaches the log.
-func TestLogObserverNeverLogsCredentials(t *testing.T) {
+func TestObserverNeverLogsCredentials(t *testing.T) {
 	const raw = "https://user:pw@api.example.com/v1/charges?token=secret"
 	transportErr := func(req *http.Request) (*http.Response, error) {
 		// http.Client would report the URL with its query string in a
@@ -378,7 +379,7 @@ func TestLogObserverNeverLogsCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec logRecorder
-	obs := retrybudget.LogObserver(rec.logger(), showIDs)
+	obs := slogretry.Observer(rec.logger(), showIDs)
 	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{
 		Base:      provider,
 		BaseDelay: time.Millisecond,
@@ -398,7 +399,7 @@ func TestLogObserverNeverLogsCredentials(t *testing.T) {
 
 	// Events the run above cannot produce, with the same request.
 	obs.Limited(retrybudget.LimitEvent{Request: req, Boundary: "api.example.com", Wait: time.Second})
-	obs.Cooldown(retrybudget.CooldownEvent{Request: req, Boundary: "api.example.com", Until: time.Now()})
+	obs.Cooldown(retrybudget.LimitEvent{Request: req, Boundary: "api.example.com", Until: time.Now()})
 	obs.Budget(retrybudget.BudgetEvent{Request: req, Destination: "api.example.com"})
 	obs.GiveUp(retrybudget.GiveUpEvent{Request: req, Outcome: retrybudget.Outcome{
 		Reason: retrybudget.ErrRejected, Problem: &retrybudget.Problem{Detail: "token=secret"}}})
@@ -420,20 +421,20 @@ func TestLogObserverNeverLogsCredentials(t *testing.T) {
 // Without an ActionKey and with identities hidden, no record names the
 // action by its unkeyed ID, which a guess of tenant and order number would
 // match.
-func TestLogObserverOmitsTheUnkeyedActionID(t *testing.T) {
+func TestObserverOmitsTheUnkeyedActionID(t *testing.T) {
 	var buf bytes.Buffer
 	k := ledger.Key{Tenant: "acme", Operation: "charge", Key: "order-1"}
-	obs := retrybudget.LogObserver(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	obs := slogretry.Observer(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	obs.Ledger(retrybudget.LedgerEvent{Action: k, Op: "complete", Err: errors.New("down")})
 	if strings.Contains(buf.String(), k.ID()[:16]) || strings.Contains(buf.String(), `"action"`) {
 		t.Fatalf("the record names the action without a key: %s", buf.String())
 	}
 }
 
-// TestLogObserverLedger runs an action twice and once changed through a
+// TestObserverLedger runs an action twice and once changed through a
 // Transport with a ledger, and checks the created, replayed and conflict
 // records.
-func TestLogObserverLedger(t *testing.T) {
+func TestObserverLedger(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusCreated)
@@ -444,7 +445,7 @@ func TestLogObserverLedger(t *testing.T) {
 	tr := retrybudget.New(retrybudget.Config{
 		Base:     srv.Client().Transport,
 		Ledger:   retrybudget.LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})},
-		Observer: retrybudget.LogObserver(rec.logger(), ids),
+		Observer: slogretry.Observer(rec.logger(), ids),
 	})
 	act := retrybudget.Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
 	for _, body := range []string{`{"amount":100}`, `{"amount":100}`, `{"amount":999}`} {
@@ -495,7 +496,7 @@ func Example_logObserver() {
 		Base:      provider,
 		BaseDelay: time.Millisecond,
 		Jitter:    -1,
-		Observer:  retrybudget.LogObserver(logger),
+		Observer:  slogretry.Observer(logger),
 	})}
 
 	req, _ := http.NewRequestWithContext(context.Background(), "POST",
@@ -516,3 +517,26 @@ func Example_logObserver() {
 // showIDs is the opt-in the tests of what LogObserver records use, so they
 // see every attribute; TestObserversKeepIdentitiesOut checks the default.
 var showIDs = retrybudget.Identities{ShowIdentities: true}
+
+func TestObserverKeepsKeysAndTenantsOutOfLogs(t *testing.T) {
+	// The Transport and the inbound middleware follow one rule: no raw key
+	// or tenant in the logs, and the action named by Identities.ActionID.
+	var buf bytes.Buffer
+	ids := retrybudget.Identities{ActionKey: []byte("log-action-key-of-the-deployment")}
+	obs := slogretry.Observer(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), ids)
+	req, _ := http.NewRequest("POST", "https://api.example.com/v1/charges", nil)
+	act := retrybudget.Action{Tenant: "tenant-secret", Operation: "charge", Key: "order-secret"}
+	obs.Attempt(retrybudget.AttemptEvent{Request: req, Attempt: 1, Key: "key-secret", Class: retrybudget.ClassServer})
+	obs.GiveUp(retrybudget.GiveUpEvent{Request: req, Outcome: retrybudget.Outcome{Key: "key-secret", Reason: retrybudget.ErrUncertain}})
+	obs.Ledger(retrybudget.LedgerEvent{Request: req, Action: act, Op: "reserve", Verdict: ledger.VerdictConflict})
+	obs.Ledger(retrybudget.LedgerEvent{Request: req, Action: act, Op: "complete", Err: errors.New("down")})
+	out := buf.String()
+	for _, raw := range []string{"tenant-secret", "order-secret", "key-secret"} {
+		if strings.Contains(out, raw) {
+			t.Errorf("log carries %q:\n%s", raw, out)
+		}
+	}
+	if id := ids.ActionID(act); strings.Count(out, id) != 2 {
+		t.Errorf("ledger records do not name the action by its ID %s, as the middleware does:\n%s", id, out)
+	}
+}

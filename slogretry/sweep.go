@@ -1,4 +1,4 @@
-package retrybudget
+package slogretry
 
 import (
 	"context"

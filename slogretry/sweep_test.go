@@ -1,4 +1,4 @@
-package retrybudget_test
+package slogretry_test
 
 import (
 	"context"
@@ -8,12 +8,24 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/slogretry"
 )
+
+// fakeNow is a clock the test moves by hand.
+type fakeNow struct {
+	mu  sync.Mutex // guards now
+	now time.Time
+}
+
+func (c *fakeNow) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *fakeNow) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 // stuckLedger returns a Memory ledger on a fake clock holding an action in
 // progress whose lease ran out ("stuck"), an uncertain one ("uncertain")
@@ -44,16 +56,16 @@ func stuckLedger(t *testing.T) *ledger.Memory {
 
 func sweepKey(k string) ledger.Key { return ledger.Key{Tenant: "acme", Operation: "charge", Key: k} }
 
-// TestLogObserverSweep logs a sweep whose reconciler settles one stuck
+// TestObserverSweep logs a sweep whose reconciler settles one stuck
 // action and fails on the other: a Warn summary with the counts, an Info
 // record for the settled action, a Warn one with the error for the other,
 // actions named by hash only; then a clean sweep at Debug and a failed one
 // at Error.
-func TestLogObserverSweep(t *testing.T) {
+func TestObserverSweep(t *testing.T) {
 	s := stuckLedger(t)
 	var rec logRecorder
 	ids := retrybudget.Identities{ActionKey: []byte("log-action-key-of-the-deployment")}
-	obs := retrybudget.LogObserver(rec.logger(), ids)
+	obs := slogretry.Observer(rec.logger(), ids)
 	obs.Sweep(ledger.SweepOnce(t.Context(), ledger.MonitorConfig{Store: s,
 		Reconciler: func(_ context.Context, r ledger.Record) (ledger.Resolution, error) {
 			if r.Key.Key == "stuck" {
@@ -93,11 +105,11 @@ func TestLogObserverSweep(t *testing.T) {
 	}
 }
 
-// TestLogObserverSweepShowsIdentities pins that a stuck action's tenant
+// TestObserverSweepShowsIdentities pins that a stuck action's tenant
 // and key are logged only with Identities.ShowIdentities.
-func TestLogObserverSweepShowsIdentities(t *testing.T) {
+func TestObserverSweepShowsIdentities(t *testing.T) {
 	var rec logRecorder
-	retrybudget.LogObserver(rec.logger(), retrybudget.Identities{ShowIdentities: true}).
+	slogretry.Observer(rec.logger(), retrybudget.Identities{ShowIdentities: true}).
 		Sweep(ledger.SweepOnce(t.Context(), ledger.MonitorConfig{Store: stuckLedger(t)}))
 	n := 0
 	for _, r := range rec.records(t) {
@@ -119,7 +131,7 @@ func TestLogObserverSweepShowsIdentities(t *testing.T) {
 func TestMonitorReportsToObserver(t *testing.T) {
 	var rec logRecorder
 	reports := make(chan ledger.SweepReport, 1)
-	obs := retrybudget.Observers(retrybudget.LogObserver(rec.logger()), retrybudget.Observer{
+	obs := slogretry.Observer(rec.logger()).Join(retrybudget.Observer{
 		Sweep: func(r ledger.SweepReport) {
 			select {
 			case reports <- r:
@@ -165,7 +177,7 @@ func ExampleObserver_sweep() {
 	// ActionKey names actions in the logs by a keyed hash: a per-deployment
 	// secret, from the environment, never the code.
 	ids := retrybudget.Identities{ActionKey: []byte("log-action-key-of-the-deployment")}
-	obs := retrybudget.Observers(retrybudget.LogObserver(logger, ids)) // and otelretry's Telemetry.Observer()
+	obs := slogretry.Observer(logger, ids) // .Join(tel.Observer()), otelretry's
 	obs.Sweep(ledger.SweepOnce(ctx, ledger.MonitorConfig{Store: store}))
 	// Output:
 	// level=WARN msg="retrybudget: ledger sweep" in_progress=0 uncertain=1
@@ -174,9 +186,9 @@ func ExampleObserver_sweep() {
 
 // A sweep that skipped a record it could not decode still reports the
 // stuck actions it listed, after the error.
-func TestLogObserverSweepWithASkippedRecord(t *testing.T) {
+func TestObserverSweepWithASkippedRecord(t *testing.T) {
 	var rec logRecorder
-	obs := retrybudget.LogObserver(rec.logger())
+	obs := slogretry.Observer(rec.logger())
 	obs.Sweep(ledger.SweepReport{Err: fmt.Errorf("%w: 1 record skipped", ledger.ErrCorrupt),
 		Stuck: []ledger.Record{{Key: sweepKey("stuck"), State: ledger.StateUncertain}}, Uncertain: 1})
 	var msgs []string

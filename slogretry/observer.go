@@ -1,9 +1,10 @@
-package retrybudget
+package slogretry
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/retrybudget/retrybudget"
 	"log/slog"
 	"net/http"
 
@@ -11,7 +12,7 @@ import (
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
-// LogObserver returns an Observer that writes the Transport's events to
+// Observer returns a retrybudget.Observer that writes the Transport's events to
 // logger as structured records. A nil logger means silent: the zero Observer,
 // which costs nothing per call.
 //
@@ -31,7 +32,7 @@ import (
 // destination, boundary, wait, until, and for the ledger operation, action,
 // verdict, op and decision (and tenant and key, the Action's, when
 // identities are shown). "action" names the action as
-// Identities.ActionID says (left out unless identities are shown or an
+// retrybudget.Identities.ActionID says (left out unless identities are shown or an
 // ActionKey is set), the one rule the inbound middleware (idempotency)
 // follows too, so an operator can match both logs.
 //
@@ -47,16 +48,16 @@ import (
 //
 // Tenants, action keys, idempotency keys and the credential part of
 // limiter boundaries and budget destinations are left out unless ids.ShowIdentities is set (see
-// Identities); at most one ids is used.
-func LogObserver(logger *slog.Logger, ids ...Identities) Observer {
+// retrybudget.Identities); at most one ids is used.
+func Observer(logger *slog.Logger, ids ...retrybudget.Identities) retrybudget.Observer {
 	if logger == nil {
-		return Observer{}
+		return retrybudget.Observer{}
 	}
 	l := logObserver{logger: logger}
 	if len(ids) > 0 {
 		l.ids = ids[0]
 	}
-	return Observer{
+	return retrybudget.Observer{
 		Attempt:  l.attempt,
 		Retry:    l.retry,
 		GiveUp:   l.giveUp,
@@ -68,14 +69,14 @@ func LogObserver(logger *slog.Logger, ids ...Identities) Observer {
 	}
 }
 
-// logObserver logs one kind of event per method; LogObserver wires each
-// method to its Observer field, so a new event is one method and one line.
+// logObserver logs one kind of event per method; Observer wires each
+// method to its retrybudget.Observer field, so a new event is one method and one line.
 type logObserver struct {
 	logger *slog.Logger
-	ids    Identities
+	ids    retrybudget.Identities
 }
 
-func (l logObserver) attempt(ev AttemptEvent) {
+func (l logObserver) attempt(ev retrybudget.AttemptEvent) {
 	ctx, ok := l.enabled(ev.Request, slog.LevelDebug)
 	if !ok {
 		return
@@ -95,7 +96,7 @@ func (l logObserver) attempt(ev AttemptEvent) {
 	l.logger.LogAttrs(ctx, slog.LevelDebug, "retrybudget: attempt", attrs...)
 }
 
-func (l logObserver) retry(ev RetryEvent) {
+func (l logObserver) retry(ev retrybudget.RetryEvent) {
 	ctx, ok := l.enabled(ev.Request, slog.LevelInfo)
 	if !ok {
 		return
@@ -113,7 +114,7 @@ func (l logObserver) retry(ev RetryEvent) {
 
 // giveUp logs the Outcome without its Problem: problem details come from
 // the response body, which may echo what the caller sent.
-func (l logObserver) giveUp(ev GiveUpEvent) {
+func (l logObserver) giveUp(ev retrybudget.GiveUpEvent) {
 	ctx, ok := l.enabled(ev.Request, slog.LevelWarn)
 	if !ok {
 		return
@@ -137,7 +138,7 @@ func (l logObserver) giveUp(ev GiveUpEvent) {
 	l.logger.LogAttrs(ctx, slog.LevelWarn, "retrybudget: give up", attrs...)
 }
 
-func (l logObserver) budget(ev BudgetEvent) {
+func (l logObserver) budget(ev retrybudget.BudgetEvent) {
 	level, msg := slog.LevelDebug, "retrybudget: retry budget allowed a retry"
 	if !ev.Decision.Allowed {
 		level, msg = slog.LevelWarn, "retrybudget: retry budget refused a retry"
@@ -160,9 +161,9 @@ func (l logObserver) budget(ev BudgetEvent) {
 	l.logger.LogAttrs(ctx, level, msg, attrs...)
 }
 
-// limited logs the limiter's boundary as Identities allow: without a
+// limited logs the limiter's boundary as retrybudget.Identities allow: without a
 // credential hash by default.
-func (l logObserver) limited(ev LimitEvent) {
+func (l logObserver) limited(ev retrybudget.LimitEvent) {
 	ctx, ok := l.enabled(ev.Request, slog.LevelDebug)
 	if !ok {
 		return
@@ -182,7 +183,7 @@ func (l logObserver) limited(ev LimitEvent) {
 	l.logger.LogAttrs(ctx, slog.LevelDebug, "retrybudget: rate limiter wait", attrs...)
 }
 
-func (l logObserver) cooldown(ev CooldownEvent) {
+func (l logObserver) cooldown(ev retrybudget.LimitEvent) {
 	ctx, ok := l.enabled(ev.Request, slog.LevelInfo)
 	if !ok {
 		return
@@ -209,7 +210,7 @@ func ledgerLevel(v ledger.Verdict) slog.Level {
 
 // ledger logs a ledger decision, or a store failure at Error: a record that
 // could not be written is an action the ledger may not protect.
-func (l logObserver) ledger(ev LedgerEvent) {
+func (l logObserver) ledger(ev retrybudget.LedgerEvent) {
 	level, msg := ledgerLevel(ev.Verdict), "retrybudget: ledger decision"
 	if ev.Expired {
 		// The expiry event: the same key ran once before, past retention.
@@ -240,7 +241,7 @@ func (l logObserver) ledger(ev LedgerEvent) {
 }
 
 // appendAction appends an action's operation and its "action" as
-// Identities.ActionID names it (the rule the inbound middleware follows
+// retrybudget.Identities.ActionID names it (the rule the inbound middleware follows
 // too), and its tenant and key only when identities are shown.
 func (l logObserver) appendAction(attrs []slog.Attr, k ledger.Key) []slog.Attr {
 	attrs = append(attrs, slog.String("operation", k.Operation))
@@ -265,7 +266,7 @@ func (l logObserver) enabled(req *http.Request, level slog.Level) (context.Conte
 }
 
 // appendRequestAttrs appends the request's method, host and path (unless
-// Identities.OmitPath). The query string and userinfo are left out because
+// retrybudget.Identities.OmitPath). The query string and userinfo are left out because
 // they can carry credentials (?api_key=..., https://user:password@host).
 func (l logObserver) appendRequestAttrs(attrs []slog.Attr, req *http.Request) []slog.Attr {
 	if req == nil {
