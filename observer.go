@@ -163,8 +163,7 @@ type CooldownEvent struct {
 	Request *http.Request
 	// Route names the Route that matched the request; empty when none did.
 	Route string
-	// Boundary is the paused limiter boundary: the request's, or the
-	// scope it is within (Classification.PauseScopeUntil).
+	// Boundary is the paused limiter boundary.
 	Boundary string
 	// Until is the end of the pause.
 	Until time.Time
