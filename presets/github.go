@@ -54,14 +54,15 @@ const githubMaxWait = 30 * time.Second
 //     once with ErrWaitTooLong and RetryAt, instead of holding a worker in
 //     RoundTrip, as go-github alone returns AbuseRateLimitError at once.
 //     To wait instead, raise MaxWait on the copy (to 61s for the minute).
-//     The limiters cap one cooldown at their MaxCooldown (five minutes by default), so to hold the fleet until an
-//     hourly reset, raise MaxCooldown to an hour.
+//     The limiters cap one cooldown at their MaxCooldown (five minutes by
+//     default), so to hold the fleet until an hourly reset, raise
+//     MaxCooldown to an hour.
 //   - Boundary: the host and a hash of the Authorization header, and
 //     within it (limiter.Within) the rate limit resource the request
 //     counts against, since GitHub keeps a primary limit per resource and
 //     a spent code_scanning_upload or search quota must not pause core
-//     requests. The resource is read from the method
-//     and path as go-github's GetRateLimitCategory reads it (core, search,
+//     requests. The resource is read from the method and path as
+//     go-github's GetRateLimitCategory reads it (core, search,
 //     code_search, graphql, integration_manifest, source_import,
 //     code_scanning_upload, scim, dependency_snapshots, dependency_sbom,
 //     audit_log), our approximation of x-ratelimit-resource, which is only
@@ -114,8 +115,9 @@ type githubClassifier struct{}
 //
 // A secondary limit pauses the credential's scope (PauseScopeUntil), a
 // primary one the request's resource only (PauseUntil). An answer is a
-// secondary limit when it carries retry-after (GitHub gives it for
-// secondary limits only), when its body names the secondary limit
+// secondary limit when it carries retry-after (documented under secondary
+// limits; should a primary answer carry it too, pausing the credential is
+// the cautious reading), when its body names the secondary limit
 // documentation, or when it is a 429 without a spent quota (a primary
 // limit always says x-ratelimit-remaining: 0).
 func (githubClassifier) Classify(a *retrybudget.AttemptResult) retrybudget.Classification {
