@@ -113,18 +113,32 @@ func (g *limitGate) allow(ctx context.Context, deadline time.Time, waited time.D
 
 // cooldown pauses the whole boundary when the provider said when to come
 // back on a capacity answer, or that the quota is spent until a reset, so
-// every worker sharing it stops at once. A failure to store the pause only
-// loses that fleet-wide benefit.
+// every worker sharing it stops at once, and the boundary's scope when the
+// classifier asked for it. A failure to store the pause only loses that
+// fleet-wide benefit.
 func (g *limitGate) cooldown(ctx context.Context, cls Classification) {
 	until := cls.PauseUntil
 	if cls.Class == ClassCapacity && cls.RetryAt.After(until) {
 		until = cls.RetryAt
 	}
-	if until.IsZero() {
-		return
+	if scopeUntil := cls.PauseScopeUntil; !scopeUntil.IsZero() {
+		g.pause(ctx, limiter.Scope(g.req.Boundary), scopeUntil)
+		if !until.After(scopeUntil) {
+			// The scope's pause holds the boundary as long: one round
+			// trip, not two.
+			return
+		}
 	}
+	if !until.IsZero() {
+		g.pause(ctx, g.req.Boundary, until)
+	}
+}
+
+// pause asks the limiter to pause boundary until the given time and tells
+// the Observer.
+func (g *limitGate) pause(ctx context.Context, boundary string, until time.Time) {
 	if obs := g.observer.Cooldown; obs != nil {
-		obs(LimitEvent{Request: g.caller, Route: g.route, Boundary: g.req.Boundary, Until: until})
+		obs(LimitEvent{Request: g.caller, Route: g.route, Boundary: boundary, Until: until})
 	}
-	_ = g.lim.Cooldown(ctx, g.req.Boundary, until)
+	_ = g.lim.Cooldown(ctx, boundary, until)
 }

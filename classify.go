@@ -60,6 +60,13 @@ type Classification struct {
 	// PauseUntil, when set, pauses the whole limiter boundary until then,
 	// even after a success: a rate-limit header said the quota is spent.
 	PauseUntil time.Time
+	// PauseScopeUntil, when set, pauses until then the scope the request's
+	// limiter boundary is within (limiter.Scope), and so every boundary in
+	// it, not only the request's: for a limit the provider keeps across
+	// several boundaries, such as GitHub's secondary rate limit across the
+	// resources of a credential. For a boundary within no scope it pauses
+	// the boundary itself. Zero pauses no scope.
+	PauseScopeUntil time.Time
 	// MaybeApplied reports that the provider may have applied the request
 	// although Class alone says it did not, such as a 503 without
 	// Retry-After, which a gateway may answer after the upstream applied

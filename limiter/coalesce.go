@@ -341,9 +341,9 @@ func (l *Redis) runBatch(ctx context.Context, k groupKey, ins []slotRequest) ([]
 	if l.batch.queue == nil {
 		return l.runCount(ctx, r, len(ins))
 	}
-	// decisionCall gives the cooldown key, then every limit's key (the
-	// boundary's, then the owner's share), and after the clock and want
-	// their triples.
+	// decisionCall gives the cooldown keys (the boundary's and its
+	// scope's), then every limit's key (the boundary's, then the owner's
+	// share), and after the clock and want their triples.
 	keys, limitArgs := l.decisionCall(r, 0)
 	limitArgs = limitArgs[2:]
 	q := l.batch.queue
@@ -407,7 +407,7 @@ func parseBatch(v any, n int) ([]slotResult, error) {
 	for j := range outs {
 		r := ints[1+5*j : 6+5*j]
 		if r[0] < 0 || r[0] > 1 || r[1] < 0 || r[1] > maxWaitMicros || r[2] < 0 || r[2] > maxWaitMicros ||
-			r[3] < 0 || r[3] > reasonQueue || r[4] < 0 || r[4] > maxDepth {
+			r[3] < 0 || r[3] > reasonScopeCooldown || r[4] < 0 || r[4] > maxDepth {
 			return nil, fmt.Errorf("%w: request %d: %v", errReply, j, r)
 		}
 		outs[j] = slotResult{

@@ -5,7 +5,10 @@
 --
 -- KEYS[1]    the boundary's cooldown: a string holding the end of the pause
 --            in microseconds of Redis TIME, expiring with the pause.
--- KEYS[2..]  one string per limit (the boundary's, then the owner's share),
+-- KEYS[2]    the cooldown of the scope the boundary is within (see
+--            limiter.Within), in the same form; KEYS[1] again for a
+--            boundary within no scope. Either pause refuses the request.
+-- KEYS[3..]  one string per limit (the boundary's, then the owner's share),
 --            holding the limit's theoretical arrival time (TAT) in
 --            microseconds of Redis TIME.
 -- ARGV[1]    the clock: 0 means Redis TIME; anything else is "now" in µs,
@@ -22,7 +25,8 @@
 -- reason, next_1, ..., next_L}: granted is the number of tokens taken,
 -- wait_us how long until one more could be taken and reason the code of
 -- the limit that decides it, or 3 when the boundary is paused by a
--- cooldown (wait_us is then the rest of the pause). next_i is, for each
+-- cooldown (wait_us is then the rest of the pause), 5 when its scope's
+-- pause is the one that ends last. next_i is, for each
 -- limit, µs from now until its next token after the grant (negative when
 -- it is due already, and then no lower than -want*interval, which means
 -- the same): a refused request j places itself at the latest of
@@ -55,51 +59,56 @@ if now == 0 then
 end
 
 local vals = redis.call('MGET', unpack(KEYS))
-local pause_end = tonumber(vals[1])
-if pause_end and pause_end > now then
-  local reply = {0, pause_end - now, 3}
-  for i = 2, #KEYS do reply[i + 2] = pause_end - now end
+local pause_end, pause_reason = tonumber(vals[1]) or 0, 3
+local scope_end = tonumber(vals[2]) or 0
+if scope_end > pause_end then pause_end, pause_reason = scope_end, 5 end
+if pause_end > now then
+  local reply = {0, pause_end - now, pause_reason}
+  for i = 3, #KEYS do reply[i + 1] = pause_end - now end
   return reply
 end
 
+-- Limit i (from 1) is KEYS[i + 2] with its value in vals[i + 2], and its
+-- interval, burst and reason in ARGV[3i], ARGV[3i + 1], ARGV[3i + 2].
+local nlim = #KEYS - 2
 local want = tonumber(ARGV[2])
 local granted = want
--- vals[i] becomes limit i's TAT: reusing the table spares the server an
--- allocation on every decision.
-for i = 2, #KEYS do
+-- vals[i + 2] becomes limit i's TAT: reusing the table spares the server
+-- an allocation on every decision.
+for i = 1, nlim do
   -- A missing key (false) or a TAT in the past means a full bucket.
-  local tat = tonumber(vals[i]) or now
+  local tat = tonumber(vals[i + 2]) or now
   if tat < now then tat = now end
-  vals[i] = tat
-  local avail = math.floor((now - tat) / ARGV[3 * i - 3]) + ARGV[3 * i - 2]
+  vals[i + 2] = tat
+  local avail = math.floor((now - tat) / ARGV[3 * i]) + ARGV[3 * i + 1]
   if avail < granted then granted = math.max(avail, 0) end
 end
 
 if granted > 0 then
-  for i = 2, #KEYS do
-    local tat = vals[i] + granted * ARGV[3 * i - 3]
-    vals[i] = tat
+  for i = 1, nlim do
+    local tat = vals[i + 2] + granted * ARGV[3 * i]
+    vals[i + 2] = tat
     -- Once the TAT is in the past the key means the same as no key, so it
     -- may expire then; the extra millisecond covers rounding to ms.
-    redis.call('SET', KEYS[i], tat, 'PX', math.ceil((tat - now) / 1000) + 1)
+    redis.call('SET', KEYS[i + 2], tat, 'PX', math.ceil((tat - now) / 1000) + 1)
   end
   -- Every request granted, the common case: nothing more to say.
   if granted == want then return {granted} end
 end
 
 local reply = {granted, 0, 0}
-for i = 2, #KEYS do
-  local interval = tonumber(ARGV[3 * i - 3])
-  local next = vals[i] + interval - ARGV[3 * i - 2] * interval - now
+for i = 1, nlim do
+  local interval = tonumber(ARGV[3 * i])
+  local next = vals[i + 2] + interval - ARGV[3 * i + 1] * interval - now
   -- A limit with a deep bucket may have its next token due far in the
   -- past. Refused request j (j < want) is placed at next + j*interval,
   -- and a place below zero means now, so anything below -want*interval
   -- says the same; the floor keeps the integer reply exact (2^53).
   next = math.max(next, -want * interval, -9007199254740992)
-  reply[i + 2] = next
+  reply[i + 3] = next
   if next > reply[2] then
     reply[2] = next
-    reply[3] = tonumber(ARGV[3 * i - 1])
+    reply[3] = tonumber(ARGV[3 * i + 2])
   end
 end
 return reply

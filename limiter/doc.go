@@ -62,6 +62,22 @@
 // script as the rate decision, so the fleet stops at once. Pauses only
 // grow, and are capped by MaxCooldown.
 //
+// # Scopes
+//
+// A boundary may be within a scope: [Within](scope, name) is the boundary
+// scope + "|" + name, with limits of its own, and a cooldown of scope
+// pauses it and every other boundary within scope, while a cooldown of
+// the boundary pauses it alone. This is for a provider that keeps a limit
+// per resource under one credential and another limit across all of them
+// (GitHub: a primary limit per resource, a secondary limit per
+// credential). A decision checks the boundary's cooldown and its scope's
+// together: [Local] under one lock, [Redis] in the same script run, with
+// no extra round trip. [Scope] returns the scope of a boundary (the
+// boundary itself when it is within none); the Transport pauses it for a
+// classification's PauseScopeUntil. Any boundary holding '|' is within
+// the scope before its first '|'; hosts and credential hashes never hold
+// one.
+//
 // # Coalescing
 //
 // By default [Redis] coalesces: while a decision for a boundary is in
@@ -118,7 +134,10 @@
 // # Keys
 //
 // For a boundary b, [Redis] uses these keys under its Prefix, all with the
-// hash tag of b so that a cluster keeps them on one slot:
+// hash tag of b so that a cluster keeps them on one slot (for b within a
+// scope s, the hash tag of s, followed by the hash of b, so that a
+// decision reads s's cooldown key, "<prefix>{<hash of s>}:cd", in the same
+// script run):
 //
 //	<prefix>{<hash of b>}:cd                           the cooldown: end of the pause, in µs of Redis TIME
 //	<prefix>{<hash of b>}:r:<interval>:<burst>         one limit's TAT (GCRA), one key per limit

@@ -78,7 +78,7 @@ func FuzzParseBatch(f *testing.F) {
 			t.Fatalf("n=%d parsed %d results from one", n, len(outs))
 		}
 		o := outs[0]
-		if o.wait < 0 || o.retry < 0 || o.depth < 0 || o.reason < 0 || o.reason > reasonQueue {
+		if o.wait < 0 || o.retry < 0 || o.depth < 0 || o.reason < 0 || o.reason > reasonScopeCooldown {
 			t.Fatalf("out of range: %+v", o)
 		}
 	})

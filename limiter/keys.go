@@ -54,9 +54,26 @@ func newKeyspace(prefix string, boundaryKey []byte) (keyspace, error) {
 }
 
 // base returns the start shared by every key of boundary:
-// "<prefix>{<hash of boundary>}:".
+// "<prefix>{<hash of boundary>}:", or for a boundary within a scope (see
+// [Within]) "<prefix>{<hash of scope>}:<hash of boundary>:", so that one
+// script can read the scope's cooldown with the boundary's own keys: a
+// cluster keeps every boundary of a scope on the scope's slot. The key
+// suffixes after a plain base ("cd", "r:", "o:", "qh", "qz") never start
+// with 32 hex digits and a colon, so the two forms never name one key.
 func (k keyspace) base(boundary string) string {
+	if scope, ok := scopeOf(boundary); ok {
+		return k.prefix + "{" + k.keyed.Sum(keyDomain, scope, 32) + "}:" + k.keyed.Sum(keyDomain, boundary, 32) + ":"
+	}
 	return k.prefix + "{" + k.keyed.Sum(keyDomain, boundary, 32) + "}:"
+}
+
+// scopeCooldown returns the cooldown key of the scope boundary is within:
+// the plain cooldown key of the scope as a boundary of its own, which
+// Cooldown with the scope sets; boundary's own cooldown key when it is
+// within none.
+func (k keyspace) scopeCooldown(boundary string) string {
+	scope, _ := scopeOf(boundary)
+	return k.prefix + "{" + k.keyed.Sum(keyDomain, scope, 32) + "}:" + cooldownSuffix
 }
 
 // owner returns the name of an owner (tenant) in keys and in the fair
@@ -88,7 +105,9 @@ type keyCache struct {
 }
 
 // boundaryKeys are the keys of one boundary: base is shared by all of
-// them, keys holds the cooldown key and then one key per boundary limit.
+// them, keys holds the boundary's cooldown key, its scope's cooldown key
+// (the same key again for a boundary within no scope, so that the scripts
+// find the limits at one place) and then one key per boundary limit.
 // Neither may be modified.
 type boundaryKeys struct {
 	base string

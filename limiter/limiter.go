@@ -18,9 +18,10 @@ type Limiter interface {
 	Allow(ctx context.Context, r Request) (Decision, error)
 
 	// Cooldown pauses the whole boundary until the given time, for every
-	// caller that shares it. A later Cooldown only ever extends the pause.
-	// The Transport calls it when the provider answers 429 or 503 with
-	// Retry-After.
+	// caller that shares it, and every boundary within it (see [Within]).
+	// A later Cooldown only ever extends the pause. The Transport calls it
+	// when the provider answers 429 or 503 with Retry-After, and with the
+	// boundary's [Scope] for a limit the provider keeps across the scope.
 	Cooldown(ctx context.Context, boundary string, until time.Time) error
 }
 
@@ -52,7 +53,8 @@ type Decision struct {
 	RetryAfter time.Duration
 
 	// CooldownUntil is the end of the boundary's pause, in the caller's
-	// clock, when the boundary is paused by a cooldown; the zero time
+	// clock, when the boundary is paused by a cooldown, its own or its
+	// scope's (see [Within]), whichever ends later; the zero time
 	// otherwise.
 	CooldownUntil time.Time
 
@@ -83,7 +85,8 @@ const (
 	ReasonRate Reason = "rate"
 	// ReasonOwner means the owner has used up its share of the boundary.
 	ReasonOwner Reason = "owner"
-	// ReasonCooldown means the boundary is paused by a cooldown.
+	// ReasonCooldown means the boundary is paused by a cooldown, its own
+	// or its scope's.
 	ReasonCooldown Reason = "cooldown"
 	// ReasonQueue means the owner's turn in the boundary's [FairQueue]
 	// comes after the request's deadline.

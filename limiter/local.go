@@ -176,8 +176,8 @@ func (l *Local) allowLocked(r Request, now time.Time) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	if b.cooldown.After(now) {
-		return cooldownDecision(b.cooldown, now), nil
+	if until := l.pausedLocked(r.Boundary, b, now); !until.IsZero() {
+		return cooldownDecision(until, now), nil
 	}
 	var o *localEntry
 	if l.owner != nil && r.Owner != "" {
@@ -216,6 +216,23 @@ func (l *Local) allowLocked(r Request, now time.Time) (Decision, error) {
 	return Decision{Allowed: true}, nil
 }
 
+// pausedLocked returns the end of the pause boundary (whose entry is b) is
+// under at now, its own or its scope's (see [Within]), whichever ends
+// later; the zero time when neither is paused. A scope that was never
+// paused has no entry and gets none. It requires that l.mu is held.
+func (l *Local) pausedLocked(boundary string, b *localEntry, now time.Time) time.Time {
+	var until time.Time
+	if b.cooldown.After(now) {
+		until = b.cooldown
+	}
+	if scope, ok := scopeOf(boundary); ok {
+		if s := l.entries[localKey{boundary: scope}]; s != nil && s.cooldown.After(now) && s.cooldown.After(until) {
+			until = s.cooldown
+		}
+	}
+	return until
+}
+
 // waitFor returns how long lim needs until it has one token at now, rounded
 // up to whole microseconds so that waiting that long is enough despite
 // float rounding.
@@ -229,7 +246,7 @@ func waitFor(lim *rate.Limiter, now time.Time) time.Duration {
 }
 
 // Cooldown pauses boundary until the given time, capped at MaxCooldown
-// from now. Its only error is one wrapping [ErrTooManyBoundaries], for a
+// from now, and with it every boundary within it (see [Within]). Its only error is one wrapping [ErrTooManyBoundaries], for a
 // new boundary past the cap; requests to that boundary are refused with
 // the same error, so none goes out during the pause.
 func (l *Local) Cooldown(_ context.Context, boundary string, until time.Time) error {

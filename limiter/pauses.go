@@ -34,20 +34,34 @@ type pauses struct {
 // ended reports whether a pause ending at end is over at now.
 func ended(end, now time.Time) bool { return !end.After(now) }
 
-// until returns the end of boundary's pause if it is paused at now, and
-// the zero time otherwise.
+// until returns the end of the pause boundary is under at now, its own
+// or its scope's (see [Within]), whichever ends later, and the zero time
+// when neither is paused.
 func (p *pauses) until(boundary string, now time.Time) time.Time {
 	if p.n.Load() == 0 {
 		return time.Time{}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	end, ok := p.m.Get(boundary)
+	end := p.lookupLocked(boundary, now)
+	if scope, ok := scopeOf(boundary); ok {
+		if s := p.lookupLocked(scope, now); s.After(end) {
+			end = s
+		}
+	}
+	return end
+}
+
+// lookupLocked returns the end of key's own pause if it is paused at now,
+// forgetting it once ended, and the zero time otherwise. It requires that
+// p.mu is held.
+func (p *pauses) lookupLocked(key string, now time.Time) time.Time {
+	end, ok := p.m.Get(key)
 	if !ok {
 		return time.Time{}
 	}
 	if ended(end, now) {
-		p.m.Delete(boundary)
+		p.m.Delete(key)
 		p.n.Store(int64(p.m.Len()))
 		return time.Time{}
 	}

@@ -73,12 +73,13 @@ func (l *prefetched) put(k prefetchKey, tokens int, now time.Time) {
 	l.m[k] = prefetch{tokens: tokens, expires: expires}
 }
 
-// drop forgets every prefetch of boundary, for a cooldown.
+// drop forgets every prefetch of boundary and of the boundaries within it
+// (see [Within]), for a cooldown.
 func (l *prefetched) drop(boundary string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k := range l.m {
-		if k.boundary == boundary {
+		if k.boundary == boundary || Scope(k.boundary) == boundary {
 			delete(l.m, k)
 		}
 	}

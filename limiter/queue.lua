@@ -5,12 +5,14 @@
 -- every request is sent now or never, and decide.lua decides a count.)
 --
 -- KEYS[1]        the boundary's cooldown (see decide.lua).
--- KEYS[2..L+1]   one string per limit holding its TAT (see decide.lua).
--- KEYS[L+2]      the owners' slots: a hash, one field per owner holding the
+-- KEYS[2]        its scope's cooldown, KEYS[1] again without a scope (see
+--                decide.lua).
+-- KEYS[3..L+2]   one string per limit holding its TAT (see decide.lua).
+-- KEYS[L+3]      the owners' slots: a hash, one field per owner holding the
 --                slots (µs of Redis TIME, comma-separated) it has reserved
 --                and not yet reached, after the latest it reached within
 --                the lookahead.
--- KEYS[L+3]      the owners' latest slots: a sorted set, one member per
+-- KEYS[L+4]      the owners' latest slots: a sorted set, one member per
 --                owner of the hash, scored by its latest slot, so that the
 --                number of owners holding a slot ahead of any time is one
 --                ZCOUNT, and owners that stopped asking are found without
@@ -36,7 +38,8 @@
 --             an owner holding all its slots, until a round before its
 --             turn
 --   reason    0 when granted; the refusing limit's code; 3 for a
---             cooldown; 4 when the owner already holds all its slots
+--             cooldown, 5 for the scope's (as in decide.lua); 4 when the
+--             owner already holds all its slots
 --   depth     slots its owner holds ahead of now, after this request
 --
 -- GCRA for n tokens at once: a limit with interval T and burst B has its
@@ -81,11 +84,13 @@ local at = 4 + 3 * nlim
 local n = tonumber(ARGV[at])
 local reply = {now}
 
-local vals = redis.call('MGET', unpack(KEYS, 1, nlim + 1))
-local pause_end = tonumber(vals[1])
-if pause_end and pause_end > now then
+local vals = redis.call('MGET', unpack(KEYS, 1, nlim + 2))
+local pause_end, pause_reason = tonumber(vals[1]) or 0, 3
+local scope_end = tonumber(vals[2]) or 0
+if scope_end > pause_end then pause_end, pause_reason = scope_end, 5 end
+if pause_end > now then
   for j = 1, n do
-    for _, v in ipairs({0, pause_end - now, pause_end - now, 3, 0}) do reply[#reply + 1] = v end
+    for _, v in ipairs({0, pause_end - now, pause_end - now, pause_reason, 0}) do reply[#reply + 1] = v end
   end
   return reply
 end
@@ -96,7 +101,7 @@ for i = 1, nlim do
   T[i] = tonumber(ARGV[1 + 3 * i])
   B[i] = tonumber(ARGV[2 + 3 * i])
   R[i] = tonumber(ARGV[3 + 3 * i])
-  tat[i] = math.max(tonumber(vals[i + 1]) or now, now)
+  tat[i] = math.max(tonumber(vals[i + 2]) or now, now)
   if T[i] > tmax then tmax = T[i] end
 end
 
@@ -105,7 +110,7 @@ end
 -- lookahead (passed); for every owner, how many hold slots ahead (active,
 -- the length of a round) and how many held one within the lookahead
 -- (recent: an owner is alone only if no other is).
-local qkey, zkey = KEYS[nlim + 2], KEYS[nlim + 3]
+local qkey, zkey = KEYS[nlim + 3], KEYS[nlim + 4]
 local horizon = now - lookahead
 local q, passed, dirty = {}, {}, {}
 do
@@ -200,7 +205,7 @@ end
 if taken > 0 then
   for i = 1, nlim do
     -- Once the TAT is in the past the key means the same as no key.
-    redis.call('SET', KEYS[i + 1], fmt(tat[i]), 'PX', math.ceil((tat[i] - now) / 1000) + 1)
+    redis.call('SET', KEYS[i + 2], fmt(tat[i]), 'PX', math.ceil((tat[i] - now) / 1000) + 1)
   end
 end
 local wrote = false

@@ -278,6 +278,9 @@ const (
 	reasonRate     = 1
 	reasonOwner    = 2
 	reasonCooldown = 3
+	// reasonScopeCooldown: the scope the boundary is within is paused
+	// (see Within), and its pause ends last.
+	reasonScopeCooldown = 5
 )
 
 // Allow decides r for the whole fleet. It returns an error only when Redis
@@ -339,7 +342,7 @@ func (l *Redis) decideN(ctx context.Context, r Request, want int) (decision, err
 	if err != nil {
 		return decision{}, err
 	}
-	return parseDecision(reply, want, len(keys)-1)
+	return parseDecision(reply, want, len(keys)-2)
 }
 
 // refusal returns the Decision for a script's refusal of a request to
@@ -347,12 +350,18 @@ func (l *Redis) decideN(ctx context.Context, r Request, want int) (decision, err
 func (l *Redis) refusal(boundary string, wait time.Duration, reason int64) Decision {
 	d := Decision{RetryAfter: ceilMicro(wait)}
 	switch reason {
-	case reasonCooldown:
+	case reasonCooldown, reasonScopeCooldown:
 		// Redis read its clock before the reply arrived, so the pause ends
 		// at most wait after now; measured from before the call it could
-		// end early. Remember it, so this process asks no more until then.
+		// end early. Remember it, so this process asks no more until then:
+		// a scope's pause under the scope, which every boundary within it
+		// reads.
+		paused := boundary
+		if reason == reasonScopeCooldown {
+			paused = Scope(boundary)
+		}
 		after := l.now()
-		d.CooldownUntil = l.pauses.extend(boundary, after.Add(wait), after)
+		d.CooldownUntil = l.pauses.extend(paused, after.Add(wait), after)
 		d.Reason = ReasonCooldown
 	case reasonOwner:
 		d.Reason = ReasonOwner
@@ -384,11 +393,12 @@ func (l *Redis) decisionCall(r Request, want int) ([]string, []any) {
 	return keys, args
 }
 
-// buildKeys returns the cooldown and limit keys of boundary.
+// buildKeys returns the cooldown keys (the boundary's and its scope's) and
+// the limit keys of boundary.
 func (l *Redis) buildKeys(boundary string) boundaryKeys {
 	base := l.keys.base(boundary)
-	keys := make([]string, 0, 1+len(l.boundaryKeys))
-	keys = append(keys, base+cooldownSuffix)
+	keys := make([]string, 0, 2+len(l.boundaryKeys))
+	keys = append(keys, base+cooldownSuffix, l.keys.scopeCooldown(boundary))
 	for _, suffix := range l.boundaryKeys {
 		keys = append(keys, base+suffix)
 	}
@@ -409,7 +419,8 @@ func (l *Redis) unavailable(r Request, now time.Time, cause error) (Decision, er
 }
 
 // Cooldown pauses boundary for the whole fleet until the given time,
-// capped at MaxCooldown from now. The pause takes effect in this process
+// capped at MaxCooldown from now, and with it every boundary within it
+// (see [Within]). The pause takes effect in this process
 // at once, whatever Redis does; the error, an [*UnavailableError], only
 // reports that other processes may not have been told.
 func (l *Redis) Cooldown(ctx context.Context, boundary string, until time.Time) error {

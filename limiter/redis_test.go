@@ -220,16 +220,17 @@ func testRedisAtomic(t *testing.T, tg target) {
 		Limits: []Limit{{Rate: 1, Period: time.Hour, Burst: 2}, {Rate: 1, Period: time.Hour, Burst: 3}},
 	})
 	r := Request{Boundary: "b"}
+	// keys: the boundary's cooldown, its scope's, then one per limit.
 	keys, _ := l.decisionCall(r, 1)
 	allow(t, l, r)
 	allow(t, l, r)
-	before := mget(t, rdb, keys[1:])
+	before := mget(t, rdb, keys[2:])
 	d := allow(t, l, r)
 	if d.Allowed || d.Reason != ReasonRate {
 		t.Fatalf("3rd request: %+v, want refused by the burst-2 limit", d)
 	}
 	within(t, "RetryAfter", d.RetryAfter, 59*time.Minute, time.Hour)
-	if after := mget(t, rdb, keys[1:]); !slices.Equal(before, after) {
+	if after := mget(t, rdb, keys[2:]); !slices.Equal(before, after) {
 		t.Fatalf("a refused request changed the state:\nbefore %v\nafter  %v", before, after)
 	}
 	if len(before) != 2 || slices.Contains(before, "") {

@@ -69,7 +69,7 @@ func parseDecision(v any, want, nlim int) (decision, error) {
 // intervals. limits holds each limit's interval (µs) and reason code, in
 // the order of the keys.
 func (d decision) place(j int, limits []limitArg) (time.Duration, int64) {
-	if d.reason == reasonCooldown || j == 0 {
+	if d.reason == reasonCooldown || d.reason == reasonScopeCooldown || j == 0 {
 		return d.wait, d.reason
 	}
 	var at, reason int64 = math.MinInt64, d.reason

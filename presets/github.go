@@ -28,12 +28,12 @@ const githubMaxWait = 30 * time.Second
 //
 //   - Primary limit: a 403 or 429 with x-ratelimit-remaining: 0 is a
 //     capacity answer; do not retry before x-ratelimit-reset, in UTC
-//     epoch seconds. RetryAt and PauseUntil are the reset, so the whole
-//     boundary pauses until then.
+//     epoch seconds. RetryAt and PauseUntil are the reset, so the
+//     resource's boundary pauses until then.
 //   - Secondary limit: a 403 or 429 with retry-after is a capacity answer
 //     retried after that many seconds; with neither retry-after nor
 //     remaining 0, GitHub asks for at least one minute, so RetryAt is one
-//     minute on.
+//     minute on. The whole credential pauses that long (see below).
 //   - A 429 without either header is taken as a secondary limit. A 403
 //     without either header is a secondary limit only when its JSON body's
 //     documentation_url points at the secondary rate limit documentation,
@@ -53,14 +53,16 @@ const githubMaxWait = 30 * time.Second
 //     without retry-after (one minute) or a primary reset ends the call at
 //     once with ErrWaitTooLong and RetryAt, instead of holding a worker in
 //     RoundTrip, as go-github alone returns AbuseRateLimitError at once.
-//     To wait instead, raise MaxWait on the copy (to 61s for the minute). The limiters cap one cooldown at their
-//     MaxCooldown (five minutes by default), so to hold the fleet until an
-//     hourly reset, raise MaxCooldown to an hour.
-//   - Boundary: the host, a hash of the Authorization header, and the
-//     rate limit resource the request counts against, since GitHub keeps a
-//     limit per resource and a spent code_scanning_upload or search quota
-//     must not pause core requests. The resource is read from the method
-//     and path as go-github's GetRateLimitCategory reads it (core, search,
+//     To wait instead, raise MaxWait on the copy (to 61s for the minute).
+//     The limiters cap one cooldown at their MaxCooldown (five minutes by
+//     default), so to hold the fleet until an hourly reset, raise
+//     MaxCooldown to an hour.
+//   - Boundary: the host and a hash of the Authorization header, and
+//     within it (limiter.Within) the rate limit resource the request
+//     counts against, since GitHub keeps a primary limit per resource and
+//     a spent code_scanning_upload or search quota must not pause core
+//     requests. The resource is read from the method and path as
+//     go-github's GetRateLimitCategory reads it (core, search,
 //     code_search, graphql, integration_manifest, source_import,
 //     code_scanning_upload, scim, dependency_snapshots, dependency_sbom,
 //     audit_log), our approximation of x-ratelimit-resource, which is only
@@ -72,11 +74,19 @@ const githubMaxWait = 30 * time.Second
 //     while the quota stays spent. Name the metered unit with
 //     GitHubBoundary("installation:" + id) or GitHubBoundary("user:" +
 //     login) on the copy.
-//   - A secondary limit is shared by the REST and GraphQL APIs of the
-//     credential, but the pause it asks for applies to the boundary of
-//     the request that met it (credential and resource): a Boundary names
-//     one limiter key per request. Other resources of the credential learn
-//     of it from their own answers.
+//   - A secondary limit pauses the whole credential, every resource of
+//     it, REST and GraphQL alike: GitHub's "About secondary rate limits"
+//     (same page, read 2026-12-03) says of the concurrency limit "This
+//     limit is shared across the REST API and GraphQL API", and warns that
+//     continuing to make requests while rate limited may result in the
+//     banning of the integration. The boundary is
+//     limiter.Within(credential, resource), and a secondary limit's
+//     classification carries PauseScopeUntil, so the Transport pauses
+//     limiter.Scope of the boundary: the credential (or the unit named
+//     with GitHubBoundary). A primary limit (x-ratelimit-remaining: 0)
+//     pauses its resource only. A secondary limit is an answer with
+//     retry-after, a 429 without a spent quota, or a 403 or 429 whose
+//     documentation_url names the secondary rate limit documentation.
 //   - Auxiliary: /app/installations/ (a GitHub App's installation token
 //     requests) carries no Action.
 func GitHub() retrybudget.Route {
@@ -102,6 +112,14 @@ func GitHub() retrybudget.Route {
 type githubClassifier struct{}
 
 // Classify implements retrybudget.Classifier.
+//
+// A secondary limit pauses the credential's scope (PauseScopeUntil), a
+// primary one the request's resource only (PauseUntil). An answer is a
+// secondary limit when it carries retry-after (documented under secondary
+// limits; should a primary answer carry it too, pausing the credential is
+// the cautious reading), when its body names the secondary limit
+// documentation, or when it is a 429 without a spent quota (a primary
+// limit always says x-ratelimit-remaining: 0).
 func (githubClassifier) Classify(a *retrybudget.AttemptResult) retrybudget.Classification {
 	cls := retrybudget.DefaultClassifier{}.Classify(a)
 	resp := a.Response
@@ -110,19 +128,24 @@ func (githubClassifier) Classify(a *retrybudget.AttemptResult) retrybudget.Class
 	}
 	now := a.Now
 	if at, ok := retryafter.Parse(resp.Header.Get("Retry-After"), now); ok {
-		cls.Class, cls.RetryAt = retrybudget.ClassCapacity, at
+		cls.Class, cls.RetryAt, cls.PauseScopeUntil = retrybudget.ClassCapacity, at, at
 		return cls
 	}
 	q, hasQuota := rateheader.XRateLimit{Mode: rateheader.ResetEpoch}.Parse(resp.Header, now)
 	spent := hasQuota && q.Remaining == 0
-	if spent && q.Reset.After(now) {
+	secondary := githubSecondaryBody(resp) || (resp.StatusCode == http.StatusTooManyRequests && !spent)
+	switch {
+	case spent && q.Reset.After(now):
 		cls.Class, cls.RetryAt, cls.PauseUntil = retrybudget.ClassCapacity, q.Reset, q.Reset
+	case spent || secondary:
+		// A spent quota whose reset has passed (clock skew) is still a
+		// rate limit. Without a time, GitHub asks for a minute.
+		cls.Class, cls.RetryAt = retrybudget.ClassCapacity, now.Add(githubSecondaryWait)
+	default:
 		return cls
 	}
-	// A spent quota whose reset has passed (clock skew) is still a rate
-	// limit; so is any 429. Without a time, GitHub asks for a minute.
-	if spent || resp.StatusCode == http.StatusTooManyRequests || githubSecondaryBody(resp) {
-		cls.Class, cls.RetryAt = retrybudget.ClassCapacity, now.Add(githubSecondaryWait)
+	if secondary {
+		cls.PauseScopeUntil = cls.RetryAt
 	}
 	return cls
 }
@@ -145,7 +168,9 @@ func githubSecondaryBody(resp *http.Response) bool {
 // GitHubBoundary returns the GitHub preset's Boundary with unit, a name of
 // the caller's choice for what GitHub meters (such as "installation:123"
 // for a GitHub App installation, or "user:octocat" for a user's tokens), in
-// place of the credential, still split by rate limit resource.
+// place of the credential, still split by rate limit resource: the
+// boundary is limiter.Within("github:"+unit, resource), and a secondary
+// limit pauses every resource of the unit.
 func GitHubBoundary(unit string) limiter.Boundary {
 	return scoped(limiter.Fixed("github:"+unit), githubResource)
 }

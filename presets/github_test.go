@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/limiter"
 	"github.com/retrybudget/retrybudget/presets"
 )
 
@@ -49,6 +50,7 @@ func TestGitHubPrimaryLimit(t *testing.T) {
 
 func TestGitHubSecondaryLimit(t *testing.T) {
 	secondaryBody := `{"message":"You have exceeded a secondary rate limit.","documentation_url":"https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`
+	spentReset, _ := epochIn(10 * time.Minute)
 	tests := []struct {
 		name  string
 		reply reply
@@ -61,6 +63,8 @@ func TestGitHubSecondaryLimit(t *testing.T) {
 			header: []string{"Content-Type", "application/json; charset=utf-8", "x-ratelimit-remaining", "4000"}, body: secondaryBody}, time.Minute},
 		{"403 with the old abuse body waits a minute", reply{status: 403, header: []string{"Content-Type", "application/json"},
 			body: `{"documentation_url":"https://docs.github.com/rest/overview/resources-in-the-rest-api#abuse-rate-limits"}`}, time.Minute},
+		{"403 with the secondary body and a spent quota waits for the reset", reply{status: 403,
+			header: []string{"Content-Type", "application/json", "x-ratelimit-remaining", "0", "x-ratelimit-reset", spentReset}, body: secondaryBody}, 10 * time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,8 +82,12 @@ func TestGitHubSecondaryLimit(t *testing.T) {
 			if !near(out.RetryAt, start.Add(tt.wait), 2*time.Second) {
 				t.Fatalf("RetryAt start+%v; want about %v", out.RetryAt.Sub(start), tt.wait)
 			}
-			if _, cools := lim.recorded(); len(cools) != 1 || !cools[0].until.Equal(out.RetryAt) {
-				t.Fatalf("cooldowns %+v; want one until RetryAt", cools)
+			// One cooldown, of the credential's scope: it holds every
+			// resource of the credential, the request's among them.
+			boundaries, cools := lim.recorded()
+			if len(cools) != 1 || !cools[0].until.Equal(out.RetryAt) || cools[0].boundary != limiter.Scope(boundaries[0]) ||
+				cools[0].boundary == boundaries[0] {
+				t.Fatalf("cooldowns %+v (boundary %q); want one until RetryAt on the credential's scope", cools, boundaries[0])
 			}
 		})
 	}
