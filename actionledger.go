@@ -9,9 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"os"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/retrybudget/retrybudget/internal/readahead"
@@ -65,18 +62,6 @@ type reservation struct {
 	// with a stop, and on a resend grant, which the call then owns.
 	maybeApplied bool
 }
-
-// defaultLedgerOwner names this process in ledger records.
-func defaultLedgerOwner() string {
-	host, _ := os.Hostname()
-	return host + ":" + strconv.Itoa(os.Getpid())
-}
-
-// processInstance identifies this run of the process in ledger records
-// (ledger.ReserveRequest.Instance): drawn once, at the first use, and the
-// same for every Transport of the process, so Transports of one process
-// never take each other's actions over as if it had restarted.
-var processInstance = sync.OnceValue(ledger.NewNonce)
 
 // reserve looks the action up in the ledger and applies the matrix of
 // ledger.Resolve to the request whose replayable body is body (bodyErr
@@ -159,6 +144,23 @@ func storedOutcome(o *ledger.Outcome) *ledger.Outcome {
 		return &ledger.Outcome{Status: http.StatusOK}
 	}
 	return o
+}
+
+// lapsed settles an action whose re-send res granted, but whose key the
+// provider no longer keeps (see keyLapsed), as uncertain, fenced by the
+// grant's token: nothing is sent, and the record says an effect is
+// possible, for an operator or a Reconciler.
+func (g *ledgerGate) lapsed(ctx context.Context, res ledger.Reservation) reservation {
+	res.Verdict = ledger.VerdictUncertain
+	res.Path = append(res.Path, keyLapsedStep(g.cfg.KeyRetention))
+	g.decided(res.Verdict, res.Path, res.Expired)
+	sctx, cancel := g.storeContext(ctx, true)
+	defer cancel()
+	f := ledger.Failure{EffectPossible: true, Reason: "the provider's key retention of " + g.cfg.KeyRetention.String() + " passed"}
+	if err := g.cfg.Ledger.Store.Fail(sctx, g.key, res.Token, f); err != nil {
+		g.failed("fail", err)
+	}
+	return reservation{stop: ErrUncertain, cause: res.Err(), maybeApplied: true}
 }
 
 // reconcile asks the configured Reconciler what became of an action whose

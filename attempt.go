@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// sent is what the call loop needs to know of one attempt.
-type sent struct {
+// tried is what the call loop needs to know of one attempt.
+type tried struct {
 	resp *http.Response
 	err  error
 	cls  Classification
@@ -34,21 +34,21 @@ type sent struct {
 // connection breaks, even after the request was written; each such write
 // may have been applied, so the call loop counts it as an attempt and the
 // outcome as maybe-applied.
-func (c *call) send() sent {
+func (c *call) send() tried {
 	var start time.Time
 	if c.t.cfg.AttemptTimeout > 0 || c.t.cfg.Observer.Attempt != nil {
 		start = c.t.clock.Now()
 	}
 	areq, tr, cancel, err := c.newAttemptRequest(start)
 	if err != nil {
-		return sent{err: err, cancel: cancel, bodyErr: true}
+		return tried{err: err, cancel: cancel, bodyErr: true}
 	}
 	resp, err := c.t.cfg.Base.RoundTrip(areq)
 	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Repeatable: c.repeatable}
 	if c.readsEnd(resp) {
 		c.res.Now = c.t.clock.Now()
 	}
-	s := sent{resp: resp, err: err, cancel: cancel, start: start, end: c.res.Now}
+	s := tried{resp: resp, err: err, cancel: cancel, start: start, end: c.res.Now}
 	if tr != nil {
 		// A Base that emits no httptrace events (a wrapper, a mock) gives
 		// no facts: then nothing is known and the conservative rules apply.
@@ -77,7 +77,7 @@ func (c *call) readsEnd(resp *http.Response) bool {
 // report tells the gates and the Observer about one attempt: the limiter
 // may pause the boundary, the ledger records the send, the Throttle counts
 // it. It writes nothing of the Outcome.
-func (c *call) report(a *sent) {
+func (c *call) report(a *tried) {
 	ctx := c.req.Context()
 	if c.limit != nil {
 		c.limit.cooldown(ctx, a.cls)

@@ -2,6 +2,9 @@ package retrybudget
 
 import (
 	"net/http"
+	"os"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
@@ -227,3 +230,15 @@ func (c *Config) schedule() schedule.Schedule {
 
 // hostOf is the default Destination: the request's URL host.
 func hostOf(r *http.Request) string { return r.URL.Host }
+
+// defaultLedgerOwner names this process in ledger records.
+func defaultLedgerOwner() string {
+	host, _ := os.Hostname()
+	return host + ":" + strconv.Itoa(os.Getpid())
+}
+
+// processInstance identifies this run of the process in ledger records
+// (ledger.ReserveRequest.Instance): drawn once, at the first use, and the
+// same for every Transport of the process, so Transports of one process
+// never take each other's actions over as if it had restarted.
+var processInstance = sync.OnceValue(ledger.NewNonce)

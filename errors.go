@@ -116,3 +116,11 @@ func (e *Error) Unwrap() []error {
 	}
 	return errs
 }
+
+// Err returns nil when the call succeeded, else an *Error carrying o.
+func (o Outcome) Err() error {
+	if o.Reason == nil {
+		return nil
+	}
+	return &Error{Outcome: o}
+}

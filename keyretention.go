@@ -1,7 +1,6 @@
 package retrybudget
 
 import (
-	"context"
 	"time"
 
 	"github.com/retrybudget/retrybudget/ledger"
@@ -29,21 +28,4 @@ func keyLapsed(retention time.Duration, rec ledger.Record) bool {
 func keyLapsedStep(retention time.Duration) string {
 	return "the destination keeps a key for " + retention.String() +
 		" (Config.KeyRetention) and the action is older: a re-send under the key would be new work, so do not send: outcome uncertain"
-}
-
-// lapsed settles an action whose re-send res granted, but whose key the
-// provider no longer keeps (see keyLapsed), as uncertain, fenced by the
-// grant's token: nothing is sent, and the record says an effect is
-// possible, for an operator or a Reconciler.
-func (g *ledgerGate) lapsed(ctx context.Context, res ledger.Reservation) reservation {
-	res.Verdict = ledger.VerdictUncertain
-	res.Path = append(res.Path, keyLapsedStep(g.cfg.KeyRetention))
-	g.decided(res.Verdict, res.Path, res.Expired)
-	sctx, cancel := g.storeContext(ctx, true)
-	defer cancel()
-	f := ledger.Failure{EffectPossible: true, Reason: "the provider's key retention of " + g.cfg.KeyRetention.String() + " passed"}
-	if err := g.cfg.Ledger.Store.Fail(sctx, g.key, res.Token, f); err != nil {
-		g.failed("fail", err)
-	}
-	return reservation{stop: ErrUncertain, cause: res.Err(), maybeApplied: true}
 }

@@ -57,14 +57,6 @@ type Outcome struct {
 	Reason error
 }
 
-// Err returns nil when the call succeeded, else an *Error carrying o.
-func (o Outcome) Err() error {
-	if o.Reason == nil {
-		return nil
-	}
-	return &Error{Outcome: o}
-}
-
 // OutcomeOf returns the Outcome of the call that produced resp. It reports
 // false when resp did not come from a Transport, or when something replaced
 // its body: http.Client does so when Client.Timeout is set, so prefer a
