@@ -95,11 +95,11 @@ func queueResponse(req *http.Request, status int) *http.Response {
 // the provider's capacity, a spike of service time, and the recovery.
 type overloadScenario struct {
 	load float64 // of the provider's normal capacity, workers/service
-	// warm, spike and recover are the phases; the service time is
+	// warm, spike and recovery are the phases; the service time is
 	// spikeFactor × service during spike.
-	warm, spike, recover time.Duration
-	spikeFactor          float64
-	seed                 uint64
+	warm, spike, recovery time.Duration
+	spikeFactor           float64
+	seed                  uint64
 	// cfg is the Transport's Config; Base is set by run.
 	cfg retrybudget.Config
 }
@@ -153,7 +153,7 @@ func (s overloadScenario) run(t *testing.T) *overloadRun {
 		tr := retrybudget.New(cfg)
 		rate := s.load * overloadWorkers / overloadService.Seconds()
 		rng := rand.New(rand.NewPCG(s.seed, 1))
-		end := t0.Add(s.warm + s.spike + s.recover)
+		end := t0.Add(s.warm + s.spike + s.recovery)
 		var mu sync.Mutex
 		var calls sync.WaitGroup
 		for at := t0; at.Before(end); at = at.Add(time.Duration(rng.ExpFloat64() / rate * float64(time.Second))) {
@@ -204,7 +204,7 @@ func (r *overloadRun) goodput(from, to time.Duration) float64 {
 
 // lastGoodput is the goodput of the calls started in the recovery's last 4 s.
 func (r *overloadRun) lastGoodput() float64 {
-	end := r.s.warm + r.s.spike + r.s.recover
+	end := r.s.warm + r.s.spike + r.s.recovery
 	return r.goodput(end-4*time.Second, end)
 }
 
@@ -226,7 +226,7 @@ func (r *overloadRun) refusals(from, to time.Duration) int {
 // timeline is the goodput of each second, and the reasons calls ended with.
 func (r *overloadRun) timeline() string {
 	var b strings.Builder
-	end := r.s.warm + r.s.spike + r.s.recover
+	end := r.s.warm + r.s.spike + r.s.recovery
 	for from := time.Duration(0); from < end; from += time.Second {
 		fmt.Fprintf(&b, " %3.0f", 100*r.goodput(from, from+time.Second))
 	}
@@ -241,7 +241,7 @@ func (r *overloadRun) timeline() string {
 }
 
 func metastableScenario(load float64, seed uint64) overloadScenario {
-	return overloadScenario{load: load, warm: 2 * time.Second, spike: 2 * time.Second, recover: 8 * time.Second,
+	return overloadScenario{load: load, warm: 2 * time.Second, spike: 2 * time.Second, recovery: 8 * time.Second,
 		spikeFactor: 3, seed: seed, cfg: overloadConfig()}
 }
 
@@ -326,7 +326,7 @@ func TestMetastableFigures(t *testing.T) {
 				r, st := s.run(t), steady.run(t)
 				good = append(good, fmt.Sprintf("%.1f%%", 100*r.lastGoodput()))
 				arrivals = append(arrivals, fmt.Sprintf("%.2f", r.arrivalsPerCall()))
-				end := s.warm + s.spike + s.recover
+				end := s.warm + s.spike + s.recovery
 				late = append(late, fmt.Sprint(r.refusals(end-4*time.Second, end)))
 				refused += st.refusals(0, st.s.warm)
 				if seed == 1 {
