@@ -23,8 +23,9 @@ type tried struct {
 	// own within the attempt (see send).
 	resends int
 	// start and end bound the attempt, by the Transport's clock; each is
-	// read only when something needs it (AttemptTimeout or the Observer
-	// for start, see readsEnd for end), and is zero otherwise.
+	// read only when something needs it (AttemptTimeout, the Observer or
+	// an Overload that is not quiet for start, see readsEnd for end), and
+	// is zero otherwise.
 	start, end time.Time
 }
 
@@ -36,7 +37,7 @@ type tried struct {
 // outcome as maybe-applied.
 func (c *call) send() tried {
 	var start time.Time
-	if c.t.cfg.AttemptTimeout > 0 || c.t.cfg.Observer.Attempt != nil {
+	if c.t.cfg.AttemptTimeout > 0 || c.t.cfg.Observer.Attempt != nil || !c.t.cfg.Overload.Quiet() {
 		start = c.t.clock.Now()
 	}
 	areq, tr, cancel, err := c.newAttemptRequest(start)
@@ -88,6 +89,7 @@ func (c *call) report(a *tried) {
 	if th := c.t.cfg.Throttle; th != nil {
 		th.Record(c.dest, a.end, a.cls.Class == ClassSuccess || a.cls.Class == ClassBusiness)
 	}
+	recordOverload(c.t.cfg.Overload, c.t.clock, c.dest, a)
 	if obs := c.t.cfg.Observer.Attempt; obs != nil {
 		ev := AttemptEvent{Request: c.req, Route: c.t.route, Attempt: c.out.Attempts, Key: c.out.Key,
 			Class: a.cls.Class, Err: a.err, Start: a.start, Duration: a.end.Sub(a.start)}

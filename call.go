@@ -190,6 +190,10 @@ func (c *call) run() (*http.Response, error) {
 		c.out.Class = ClassCapacity
 		return c.giveUp(nil, nil, ErrThrottled, noCancel)
 	}
+	if !overloadAllows(c.t.cfg.Overload, c.t.clock, c.t.cfg.AttemptTimeout, c.dest, c.deadline) {
+		c.out.Class = ClassCapacity
+		return c.giveUp(nil, nil, ErrThrottled, noCancel)
+	}
 	if !c.numbered {
 		c.t.cfg.Budget.Deposit(ctx, c.dest)
 	}

@@ -108,6 +108,14 @@ type Config struct {
 	// Throttle, when set, rejects a share of new calls locally while the
 	// provider accepts far fewer attempts than are sent. Nil means off.
 	Throttle *budget.Throttle
+	// Overload refuses at once, per destination, a new call that the
+	// provider's queue could not answer in time: while most recent
+	// attempts to the destination ran out of time (AttemptTimeout or the
+	// deadline), a call whose attempt may wait no longer than those did
+	// ends with ErrThrottled before it is sent (see budget.Overload).
+	// Nil means a budget.NewOverload(budget.OverloadConfig{}) for this
+	// Transport; one made with OverloadConfig.Disable turns it off.
+	Overload *budget.Overload
 
 	// Limiter, when set, is waited on before every attempt, first
 	// attempts and retries alike, and is told to pause a boundary when the
@@ -195,6 +203,9 @@ func (c Config) withDefaults(clk clock) Config {
 	}
 	if c.Budget == nil {
 		c.Budget = budget.NewLocalClock(budget.Config{}, spanNow(clk))
+	}
+	if c.Overload == nil {
+		c.Overload = budget.NewOverload(budget.OverloadConfig{})
 	}
 	if c.Destination == nil {
 		c.Destination = hostOf

@@ -34,7 +34,10 @@ var (
 	// multiply the load. The last response or error is returned at once.
 	ErrBudgetExhausted = errors.New("retrybudget: retry budget exhausted")
 	// ErrThrottled means adaptive throttling rejected the call before it
-	// was sent, because the provider has been refusing most attempts.
+	// was sent, because the provider has been refusing most attempts
+	// (Config.Throttle), or because most recent attempts ran out of time
+	// behind its queue and this call could wait no longer than they did
+	// (Config.Overload).
 	ErrThrottled = errors.New("retrybudget: throttled locally: the provider is refusing most requests")
 	// ErrRateLimited means the shared rate limit (Config.Limiter) would
 	// make the call wait past the deadline or MaxWait; RetryAt is when the

@@ -36,7 +36,7 @@ type Route struct {
 	// Config is the route's policy. Its zero fields take the documented
 	// defaults, except these, which, left zero, are the Transport's: Base,
 	// Observer, the Ledger's fields (Store, Headers, Owner, Lease,
-	// Reconciler), Limiter, Boundary, Budget and Throttle. Its Routes are
+	// Reconciler), Limiter, Boundary, Budget, Throttle and Overload. Its Routes are
 	// ignored.
 	Config Config
 }
@@ -110,6 +110,9 @@ func inherit(cfg, parent Config) Config {
 	}
 	if cfg.Throttle == nil {
 		cfg.Throttle = parent.Throttle
+	}
+	if cfg.Overload == nil {
+		cfg.Overload = parent.Overload
 	}
 	return cfg
 }

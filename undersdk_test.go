@@ -169,7 +169,7 @@ func TestRoutesInheritTheParentsGates(t *testing.T) {
 		Budget: unlimited, Throttle: th, Routes: []Route{{Host: "a.example"}, {Host: "b.example", Config: Config{Budget: budget.NewLocal(budget.Config{})}}}})
 	c := tr.routes[0].t.cfg
 	if c.Ledger.Store != store || c.Ledger.Owner != "w1" || c.Ledger.Reconciler == nil || c.Limiter != lim || c.Boundary == nil ||
-		c.Budget != unlimited || c.Throttle != th {
+		c.Budget != unlimited || c.Throttle != th || c.Overload != tr.cfg.Overload {
 		t.Fatalf("route config %+v does not inherit the parent's gates", c)
 	}
 	if _, own := tr.routes[1].t.cfg.Budget.(*budget.Local); !own {

@@ -7,7 +7,10 @@
 // retries at most Percent of first attempts over a window, or while a
 // floor of MinRetriesPerSec has a token (see [Config]). [Unlimited] turns
 // the bound off. [Throttle] is adaptive client-side throttling of first
-// attempts, the companion of a budget that bounds retries.
+// attempts, the companion of a budget that bounds retries. [Overload]
+// refuses the first attempts that a provider's queue could not answer in
+// time, so that the queue drains after a spike instead of filling with
+// work for callers who already left.
 //
 // A Local per process already bounds amplification to about 1+Percent, but
 // its floor is per process: N processes hitting a dead provider send N

@@ -80,3 +80,23 @@ func ExampleFailMode() {
 	// fail-open: 10 of 20 retries allowed, fallback=true
 	// fail-closed: 0 of 20 retries allowed, fallback=true
 }
+
+// An Overload learns from how attempts to a destination end. Twenty
+// attempts that each waited 200ms and ran out of time make a call that may
+// wait 200ms likely refused; a call that may wait 2s, longer than any that
+// ran out, is not; a second later the memory is gone.
+func ExampleOverload() {
+	o := budget.NewOverload(budget.OverloadConfig{})
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for range 20 {
+		o.Record("api.example.com", 200*time.Millisecond, true, now)
+	}
+	fmt.Printf("200ms: %.2f\n", o.RefuseProbability("api.example.com", 200*time.Millisecond, now))
+	fmt.Printf("2s: %.2f\n", o.RefuseProbability("api.example.com", 2*time.Second, now))
+	fmt.Printf("a second later: %.2f, quiet %v\n",
+		o.RefuseProbability("api.example.com", 200*time.Millisecond, now.Add(1100*time.Millisecond)), o.Quiet())
+	// Output:
+	// 200ms: 0.81
+	// 2s: 0.00
+	// a second later: 0.00, quiet true
+}

@@ -6,13 +6,17 @@
 //     beside the bare http.Transport;
 //   - attempts per logical request during a total outage;
 //   - time to give up when Retry-After exceeds the deadline;
-//   - effects per logical POST when the first response is lost.
+//   - effects per logical POST when the first response is lost;
+//   - goodput and arrivals per call after a spike at a provider whose
+//     queue still works for clients that left (TestMetastable, in
+//     virtual time against an in-memory provider).
 //
 // It is a separate module so that the SDK's go.mod depends on neither peer.
 // Run from this directory (about a minute on two cores):
 //
 //	go test -run '^$' -bench . -benchmem -count 3
 //	go test -run TestScenarios -v
+//	go test -run TestMetastable -v
 //
 // docs/benchmarks.md at the repository root holds the results and what
 // each library was configured with.

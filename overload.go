@@ -1,0 +1,59 @@
+package retrybudget
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/retrybudget/retrybudget/budget"
+)
+
+// How a call meets Config.Overload (budget.Overload): before its first
+// attempt, overloadAllows asks whether the attempt could be answered in
+// time behind the provider's queue; after every attempt, recordOverload
+// says whether it was. Both cost one atomic load while no destination has
+// run out of time lately, and read no clock then.
+
+// overloadAllows reports whether o lets the first attempt of a call to
+// dest go. The attempt's patience is AttemptTimeout, shrunk to the time
+// left before deadline; a call with neither waits as long as it takes and
+// is never refused, nor is one already past its deadline (the call loop
+// ends it with ErrDeadline).
+func overloadAllows(o *budget.Overload, clk clock, attemptTimeout time.Duration, dest string, deadline time.Time) bool {
+	if o.Quiet() {
+		return true
+	}
+	now := clk.Now()
+	patience := attemptTimeout
+	if !deadline.IsZero() {
+		left := deadline.Sub(now)
+		if left <= 0 {
+			return true
+		}
+		if patience <= 0 || left < patience {
+			patience = left
+		}
+	}
+	return o.Allow(dest, patience, now)
+}
+
+// recordOverload tells o how attempt a of a call to dest ended: answered
+// (any response or error of its own), or out of time, the attempt's
+// context ending at its deadline before an answer came. The patience of an
+// attempt out of time is how long it waited, known when its start was
+// read (see send).
+func recordOverload(o *budget.Overload, clk clock, dest string, a *sent) {
+	timedOut := a.err != nil && errors.Is(a.err, context.DeadlineExceeded)
+	if o.Quiet() && !timedOut {
+		return
+	}
+	end := a.end
+	if end.IsZero() {
+		end = clk.Now()
+	}
+	var patience time.Duration
+	if timedOut && !a.start.IsZero() {
+		patience = end.Sub(a.start)
+	}
+	o.Record(dest, patience, timedOut, end)
+}
