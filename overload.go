@@ -42,7 +42,7 @@ func overloadAllows(o *budget.Overload, clk clock, attemptTimeout time.Duration,
 // context ending at its deadline before an answer came. The patience of an
 // attempt out of time is how long it waited, known when its start was
 // read (see send).
-func recordOverload(o *budget.Overload, clk clock, dest string, a *sent) {
+func recordOverload(o *budget.Overload, clk clock, dest string, a *tried) {
 	timedOut := a.err != nil && errors.Is(a.err, context.DeadlineExceeded)
 	if o.Quiet() && !timedOut {
 		return
