@@ -36,46 +36,6 @@ func ActionFrom(ctx context.Context) (Action, bool) {
 	return a, ok
 }
 
-// keySource tells where a request's idempotency key came from.
-type keySource int
-
-const (
-	keyNone      keySource = iota // no key: an idempotent method without an action
-	keyCaller                     // the caller set the header itself
-	keyAction                     // derived from the Action in the context
-	keyGenerated                  // a random UUID for this call only
-)
-
-// resolveKey decides the idempotency key of one call whose key header
-// holds callerKey (empty when none), under action when hasAction. An
-// action's derived key comes first, replacing any key already in the header
-// (an SDK such as stripe-go puts a random one on every POST, which would make
-// a re-submitted action a new one at the provider); replaced is that header
-// key, else empty. Without an action, a key the caller set is kept as is;
-// else, for a method that is not idempotent, one random key shared by every
-// attempt of the call. The caller leaves hasAction false to ignore the
-// context's Action (an auxiliary call, such as an SDK fetching its OAuth
-// token with the caller's context).
-func (t *Transport) resolveKey(method, callerKey string, action Action, hasAction bool) (key string, src keySource, replaced string, err error) {
-	if hasAction {
-		if action.Key == "" {
-			return "", keyNone, "", ErrInvalidAction
-		}
-		key = action.IdempotencyKey()
-		if callerKey != key {
-			replaced = callerKey
-		}
-		return key, keyAction, replaced, nil
-	}
-	if callerKey != "" {
-		return callerKey, keyCaller, "", nil
-	}
-	if isIdempotent(method) {
-		return "", keyNone, "", nil
-	}
-	return t.keys.key(), keyGenerated, "", nil
-}
-
 // isIdempotent reports whether method is idempotent (RFC 9110 §9.2.2).
 func isIdempotent(method string) bool {
 	switch method {

@@ -20,10 +20,10 @@ import (
 // record when the call ends. It reports what it decided; the call loop
 // writes the Outcome.
 type ledgerGate struct {
-	key    ledger.Key
-	cfg    *Config
-	caller *http.Request // for the fingerprint and the Observer
-	route  string        // for the Observer
+	key       ledger.Key
+	cfg       *Config
+	caller    *http.Request // for the fingerprint and the Observer
+	routeName string        // for the Observer
 	// keyed reports that the request carries an idempotency key: a 409
 	// to it means "still in progress at the provider", never the answer.
 	keyed bool
@@ -144,6 +144,30 @@ func storedOutcome(o *ledger.Outcome) *ledger.Outcome {
 		return &ledger.Outcome{Status: http.StatusOK}
 	}
 	return o
+}
+
+// keyLapsed reports whether the provider has forgotten the key of the
+// action recorded in rec by the time of the re-send just granted, when it
+// keeps a key for retention (Config.KeyRetention; zero means no known
+// limit). The age is read on the store's clock, from the action's creation
+// (before its first send, so the age is never understated) to the newest
+// entry of its history, the grant itself; a record without those times
+// cannot prove the key is still kept, so it counts as lapsed.
+func keyLapsed(retention time.Duration, rec ledger.Record) bool {
+	if retention <= 0 {
+		return false
+	}
+	if rec.CreatedAt.IsZero() || len(rec.Attempts) == 0 {
+		return true
+	}
+	return rec.Attempts[len(rec.Attempts)-1].At.Sub(rec.CreatedAt) >= retention
+}
+
+// keyLapsedStep is the step the ledger gate adds to a decision's path when
+// it turns a re-send into an uncertain outcome because the key lapsed.
+func keyLapsedStep(retention time.Duration) string {
+	return "the destination keeps a key for " + retention.String() +
+		" (Config.KeyRetention) and the action is older: a re-send under the key would be new work, so do not send: outcome uncertain"
 }
 
 // lapsed settles an action whose re-send res granted, but whose key the
@@ -420,7 +444,7 @@ func (g *ledgerGate) notOwner(ctx context.Context, op string, err error) error {
 // decided reports the reservation's verdict to the Observer.
 func (g *ledgerGate) decided(v ledger.Verdict, path []string, expired bool) {
 	if obs := g.cfg.Observer.Ledger; obs != nil {
-		obs(LedgerEvent{Request: g.caller, Route: g.route, Action: g.key, Op: "reserve", Verdict: v, Path: path, Expired: expired})
+		obs(LedgerEvent{Request: g.caller, Route: g.routeName, Action: g.key, Op: "reserve", Verdict: v, Path: path, Expired: expired})
 	}
 }
 
@@ -428,7 +452,7 @@ func (g *ledgerGate) decided(v ledger.Verdict, path []string, expired bool) {
 // Observer.
 func (g *ledgerGate) failed(op string, err error) {
 	if obs := g.cfg.Observer.Ledger; obs != nil {
-		obs(LedgerEvent{Request: g.caller, Route: g.route, Action: g.key, Op: op, Err: err})
+		obs(LedgerEvent{Request: g.caller, Route: g.routeName, Action: g.key, Op: op, Err: err})
 	}
 }
 

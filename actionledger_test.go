@@ -3,15 +3,16 @@ package retrybudget
 import (
 	"context"
 	"errors"
-	"github.com/retrybudget/retrybudget/internal/redistest"
-	"github.com/retrybudget/retrybudget/ledger/ledgertest"
-	"github.com/retrybudget/retrybudget/limiter"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/redistest"
+	"github.com/retrybudget/retrybudget/ledger/ledgertest"
+	"github.com/retrybudget/retrybudget/limiter"
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/ledger"

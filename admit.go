@@ -13,13 +13,13 @@ import (
 // attempts and retries alike. It holds what one call needs to ask the
 // limiter and reports what it decided; the call loop writes the Outcome.
 type limitGate struct {
-	lim      limiter.Limiter
-	req      limiter.Request // the boundary and the tenant
-	caller   *http.Request   // for the Observer
-	route    string          // for the Observer
-	clock    clock
-	maxWait  time.Duration
-	observer *Observer
+	lim       limiter.Limiter
+	req       limiter.Request // the boundary and the tenant
+	caller    *http.Request   // for the Observer
+	routeName string          // for the Observer
+	clock     clock
+	maxWait   time.Duration
+	observer  *Observer
 }
 
 // admission is the gate's answer. stop is nil when the attempt may go.
@@ -90,7 +90,7 @@ func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.D
 // the Observer.
 func (g *limitGate) limited(d limiter.Decision, wait time.Duration) {
 	if obs := g.observer.Limited; obs != nil {
-		obs(LimitEvent{Request: g.caller, Route: g.route, Boundary: g.req.Boundary, Decision: d, Wait: wait})
+		obs(LimitEvent{Request: g.caller, Route: g.routeName, Boundary: g.req.Boundary, Decision: d, Wait: wait})
 	}
 }
 
@@ -138,7 +138,7 @@ func (g *limitGate) cooldown(ctx context.Context, cls Classification) {
 // the Observer.
 func (g *limitGate) pause(ctx context.Context, boundary string, until time.Time) {
 	if obs := g.observer.Cooldown; obs != nil {
-		obs(LimitEvent{Request: g.caller, Route: g.route, Boundary: boundary, Until: until})
+		obs(LimitEvent{Request: g.caller, Route: g.routeName, Boundary: boundary, Until: until})
 	}
 	_ = g.lim.Cooldown(ctx, boundary, until)
 }

@@ -8,27 +8,6 @@ import (
 	"time"
 )
 
-// tried is what the call loop needs to know of one attempt.
-type tried struct {
-	resp *http.Response
-	err  error
-	cls  Classification
-	// cancel releases the attempt's context once the response is done
-	// with.
-	cancel context.CancelFunc
-	// bodyErr reports that the body could not be produced (GetBody
-	// failed), so nothing was sent.
-	bodyErr bool
-	// resends is how many more times net/http wrote the request on its
-	// own within the attempt (see send).
-	resends int
-	// start and end bound the attempt, by the Transport's clock; each is
-	// read only when something needs it (AttemptTimeout, the Observer or
-	// an Overload that is not quiet for start, see readsEnd for end), and
-	// is zero otherwise.
-	start, end time.Time
-}
-
 // send sends one attempt and classifies it. It also accounts for the
 // writes net/http made on its own: net/http re-sends a request it deems
 // replayable (one with an Idempotency-Key header and GetBody) when a reused
@@ -37,17 +16,17 @@ type tried struct {
 // outcome as maybe-applied.
 func (c *call) send() tried {
 	var start time.Time
-	if c.t.cfg.AttemptTimeout > 0 || c.t.cfg.Observer.Attempt != nil || !c.t.cfg.Overload.Quiet() {
-		start = c.t.clock.Now()
+	if c.p.cfg.AttemptTimeout > 0 || c.p.cfg.Observer.Attempt != nil || !c.p.cfg.Overload.Quiet() {
+		start = c.p.clock.Now()
 	}
 	areq, tr, cancel, err := c.newAttemptRequest(start)
 	if err != nil {
 		return tried{err: err, cancel: cancel, bodyErr: true}
 	}
-	resp, err := c.t.cfg.Base.RoundTrip(areq)
+	resp, err := c.p.cfg.Base.RoundTrip(areq)
 	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Repeatable: c.repeatable}
 	if c.readsEnd(resp) {
-		c.res.Now = c.t.clock.Now()
+		c.res.Now = c.p.clock.Now()
 	}
 	s := tried{resp: resp, err: err, cancel: cancel, start: start, end: c.res.Now}
 	if tr != nil {
@@ -57,7 +36,7 @@ func (c *call) send() tried {
 		c.res.Connected, c.res.Written = tr.connected.Load(), tr.writes.Load() > 0
 		s.resends = max(int(tr.writes.Load())-1, 0)
 	}
-	s.cls = c.t.cfg.Classifier.Classify(&c.res)
+	s.cls = c.p.cfg.Classifier.Classify(&c.res)
 	return s
 }
 
@@ -67,7 +46,7 @@ func (c *call) send() tried {
 // costs as much as the rest of a GET's own work on some virtual machines,
 // so a success that nobody times leaves it unread and sent.end zero.
 func (c *call) readsEnd(resp *http.Response) bool {
-	cfg := &c.t.cfg
+	cfg := &c.p.cfg
 	if cfg.Throttle != nil || cfg.Observer.Attempt != nil || resp == nil || classifyStatus(resp.StatusCode) != ClassSuccess {
 		return true
 	}
@@ -86,12 +65,12 @@ func (c *call) report(a *tried) {
 	if c.led != nil {
 		c.led.attempt(ctx, a.cls.Class)
 	}
-	if th := c.t.cfg.Throttle; th != nil {
+	if th := c.p.cfg.Throttle; th != nil {
 		th.Record(c.dest, a.end, a.cls.Class == ClassSuccess || a.cls.Class == ClassBusiness)
 	}
-	recordOverload(c.t.cfg.Overload, c.t.clock, c.dest, a)
-	if obs := c.t.cfg.Observer.Attempt; obs != nil {
-		ev := AttemptEvent{Request: c.req, Route: c.t.route, Attempt: c.out.Attempts, Key: c.out.Key,
+	recordOverload(c.p.cfg.Overload, c.p.clock, c.dest, a.err, a.start, a.end)
+	if obs := c.p.cfg.Observer.Attempt; obs != nil {
+		ev := AttemptEvent{Request: c.req, Route: c.p.routeName, Attempt: c.out.Attempts, Key: c.out.Key,
 			Class: a.cls.Class, Err: a.err, Start: a.start, Duration: a.end.Sub(a.start)}
 		if a.resp != nil {
 			ev.StatusCode = a.resp.StatusCode
@@ -191,10 +170,10 @@ func hideReplayKeys(h http.Header) http.Header {
 func (c *call) attemptContext(now time.Time) (context.Context, context.CancelFunc) {
 	ctx := c.req.Context()
 	var dl time.Time
-	if c.t.cfg.Deadline > 0 {
+	if c.p.cfg.Deadline > 0 {
 		dl = c.deadline
 	}
-	if t := c.t.cfg.AttemptTimeout; t > 0 && (dl.IsZero() || now.Add(t).Before(dl)) {
+	if t := c.p.cfg.AttemptTimeout; t > 0 && (dl.IsZero() || now.Add(t).Before(dl)) {
 		dl = now.Add(t)
 	}
 	if dl.IsZero() {

@@ -29,17 +29,17 @@ func (c *call) next(cls Classification) (plan waitPlan, planned bool) {
 	case !cls.retryable(c.repeatable):
 		return waitPlan{stop: ErrUncertain}, false
 	}
-	sched := c.t.cfg.schedule()
+	sched := c.p.cfg.schedule()
 	if c.bo == nil {
 		c.bo = sched.NewBackOff()
 	}
-	plan = planWait(sched.Wait(c.bo.NextBackOff(), c.t.clock.Now(), cls.RetryAt, c.deadline))
+	plan = planWait(sched.Wait(c.bo.NextBackOff(), c.p.clock.Now(), cls.RetryAt, c.deadline))
 	switch {
 	case plan.stop != nil:
-	case c.waited+plan.delay > c.t.cfg.MaxWait:
+	case c.waited+plan.delay > c.p.cfg.MaxWait:
 		// No call waits longer than MaxWait in all, deadline or not.
 		plan.stop = ErrWaitTooLong
-	case c.out.Attempts >= c.t.cfg.MaxAttempts:
+	case c.out.Attempts >= c.p.cfg.MaxAttempts:
 		plan.stop = ErrAttemptsExhausted
 	case !c.body.replayable():
 		plan.stop = ErrBodyNotReplayable
@@ -75,14 +75,4 @@ func planWait(w schedule.Wait) waitPlan {
 		p.stop = ErrDeadline
 	}
 	return p
-}
-
-// withdraw asks the Budget for one retry and reports the decision to the
-// Observer.
-func (c *call) withdraw() bool {
-	d := c.t.cfg.Budget.Withdraw(c.req.Context(), c.dest)
-	if obs := c.t.cfg.Observer.Budget; obs != nil {
-		obs(BudgetEvent{Request: c.req, Route: c.t.route, Destination: c.dest, Decision: d})
-	}
-	return d.Allowed
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/retrybudget/retrybudget/ledger"
-	"github.com/retrybudget/retrybudget/limiter"
 )
 
 // call is the state of one RoundTrip: the caller's request, the key and body
@@ -21,7 +20,7 @@ import (
 // run is the one writer of out; the gates (limit, led) and the budget take
 // what they need and return what they decided.
 type call struct {
-	t      *Transport
+	p      *policy
 	req    *http.Request
 	header http.Header // the headers sent: req.Header, or a copy with the key
 	// first is the room for the first attempt of a traced call, in the
@@ -68,6 +67,27 @@ type call struct {
 	resendable bool
 }
 
+// tried is what the call loop needs to know of one attempt.
+type tried struct {
+	resp *http.Response
+	err  error
+	cls  Classification
+	// cancel releases the attempt's context once the response is done
+	// with.
+	cancel context.CancelFunc
+	// bodyErr reports that the body could not be produced (GetBody
+	// failed), so nothing was sent.
+	bodyErr bool
+	// resends is how many more times net/http wrote the request on its
+	// own within the attempt (see send).
+	resends int
+	// start and end bound the attempt, by the Transport's clock; each is
+	// read only when something needs it (AttemptTimeout, the Observer or
+	// an Overload that is not quiet for start, see readsEnd for end), and
+	// is zero otherwise.
+	start, end time.Time
+}
+
 // tracedCall is a call with room for its first attempt, allocated as one.
 type tracedCall struct {
 	call
@@ -84,184 +104,8 @@ type firstAttempt struct {
 	replaced string
 }
 
-// newCall prepares the key, body and deadline of one call.
-func (t *Transport) newCall(req *http.Request) (*call, error) {
-	action, hasAction := ActionFrom(req.Context())
-	hasAction = hasAction && !t.noAction
-	callerKey := headerValue(req.Header, t.cfg.KeyHeader)
-	key, src, replaced, err := t.resolveKey(req.Method, callerKey, action, hasAction)
-	if err != nil {
-		return nil, err
-	}
-	sendsKey := t.keySent(src, replaced)
-	keyed := callerKey != "" || sendsKey
-	// A hop of a redirect that http.Client follows (req.Response is set)
-	// is not a new action: the first hop holds the ledger record.
-	ledgered := hasAction && t.cfg.Ledger.Store != nil && req.Response == nil
-	idempotent := isIdempotent(req.Method)
-	// net/http re-sends by itself a keyed request with GetBody, or any
-	// idempotent one, after a kept-alive connection broke, even once it
-	// was written; only a trace tells that the first write happened when
-	// the re-send then fails to dial. A ledger call needs the fact too.
-	traced := !idempotent || ledgered || keyed
-	// A key makes a request repeatable only where the provider honours it.
-	// Under OmitKey the provider documents no key, so a key the caller or
-	// an SDK put in the header is presumed ignored unless KeysHonoured says
-	// otherwise: repeating a Twilio POST under a key Twilio never reads
-	// would send the message again.
-	repeatable := idempotent || (src == keyCaller && (!t.cfg.OmitKey || t.cfg.KeysHonoured)) ||
-		(src == keyAction && !t.cfg.OmitKey) || (src == keyGenerated && t.cfg.KeysHonoured && !t.cfg.OmitKey)
-	var deadline time.Time
-	if dl, ok := req.Context().Deadline(); ok {
-		deadline = dl
-	}
-	if t.cfg.Deadline > 0 {
-		if dl := t.clock.Now().Add(t.cfg.Deadline); deadline.IsZero() || dl.Before(deadline) {
-			deadline = dl
-		}
-	}
-	// The call is filled in as it is allocated, which spares the GC's
-	// write barrier its fields.
-	proto := call{t: t, req: req, header: req.Header, dest: t.cfg.Destination(req), deadline: deadline,
-		out: Outcome{Key: key, Route: t.route}, repeatable: repeatable, traced: traced,
-		resendable: callerKey != "" || retryCountValue(req.Header) != ""}
-	var c *call
-	if traced {
-		tc := &tracedCall{call: proto}
-		c = &tc.call
-		c.first = &tc.first
-	} else {
-		c = &call{}
-		*c = proto
-	}
-	switch {
-	case sendsKey:
-		c.setKey(key, replaced)
-	case src == keyAction || src == keyGenerated:
-		c.out.Key = "" // OmitKey: none was sent
-	}
-	if c.header == nil {
-		// net/http refuses a nil header for good; an empty one is meant.
-		c.header, c.headerCopied = http.Header{}, true
-	}
-	if ledgered {
-		c.led = &ledgerGate{key: action, cfg: &t.cfg, caller: req, route: t.route, keyed: keyed,
-			deadline: deadline, clock: t.clock}
-	}
-	if t.cfg.Limiter != nil {
-		// The tenant of the action is the limiter's owner, for its
-		// per-owner share.
-		c.limit = &limitGate{lim: t.cfg.Limiter, req: limiter.Request{Boundary: t.cfg.Boundary(req), Owner: action.Tenant},
-			caller: req, route: t.route, clock: t.clock, maxWait: t.cfg.MaxWait, observer: &t.cfg.Observer}
-	}
-	if c.body, err = prepareBody(req, t.cfg.MaxBodyBuffer); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
 // noCancel is the cancel of a call that ends without an attempt context.
 func noCancel() {}
-
-// run sends attempts until one succeeds or the call must stop. It is the
-// one writer of c.out.
-func (c *call) run() (*http.Response, error) {
-	ctx := c.req.Context()
-	switch rc := c.repeat(); {
-	case rc.answer != nil:
-		return c.answer(rc.answer)
-	case rc.refused:
-		c.out.Class = ClassNotSent
-		return c.giveUp(nil, nil, ErrBudgetExhausted, noCancel)
-	}
-	if c.led != nil {
-		body, bodyErr := c.body.content(c.t.cfg.MaxBodyBuffer)
-		r := c.led.reserve(ctx, body, bodyErr, c.t.clock.Now())
-		c.out.MaybeApplied = c.out.MaybeApplied || r.maybeApplied
-		switch {
-		case r.replay != nil:
-			return c.replay(r.replay), nil
-		case r.stop != nil:
-			c.out.Class, c.out.RetryAt = unsentClass(r.stop), r.retryAt
-			return c.giveUp(nil, r.cause, r.stop, noCancel)
-		}
-	}
-	if th := c.t.cfg.Throttle; th != nil && !th.Allow(c.dest, c.t.clock.Now()) {
-		c.out.Class = ClassCapacity
-		return c.giveUp(nil, nil, ErrThrottled, noCancel)
-	}
-	if !overloadAllows(c.t.cfg.Overload, c.t.clock, c.t.cfg.AttemptTimeout, c.dest, c.deadline) {
-		c.out.Class = ClassCapacity
-		return c.giveUp(nil, nil, ErrThrottled, noCancel)
-	}
-	if !c.numbered {
-		c.t.cfg.Budget.Deposit(ctx, c.dest)
-	}
-	for {
-		if c.limit != nil {
-			adm := c.limit.admit(ctx, c.deadline, c.waited)
-			c.waited = adm.waited
-			if adm.stop != nil {
-				c.out.Class = ClassCapacity
-				if adm.stop == ErrRateLimited {
-					c.out.RetryAt = adm.retryAt
-				}
-				return c.giveUp(nil, adm.cause, adm.stop, noCancel)
-			}
-		}
-		if !c.deadline.IsZero() && !c.t.clock.Now().Before(c.deadline) {
-			// Waiting on the ledger or the limiter used up the time: an
-			// attempt now could not finish, so none is sent.
-			c.out.RetryAt = time.Time{}
-			if c.out.Attempts == 0 {
-				c.out.Class = ClassNotSent
-			}
-			return c.giveUp(nil, nil, ErrDeadline, noCancel)
-		}
-		if c.led != nil {
-			if stop, cause := c.led.beforeSend(ctx); stop != nil {
-				if c.out.Attempts == 0 {
-					c.out.Class = unsentClass(stop)
-				}
-				c.out.RetryAt = time.Time{}
-				return c.giveUp(nil, cause, stop, noCancel)
-			}
-		}
-		a := c.send()
-		if a.bodyErr {
-			return c.giveUp(nil, a.err, ErrBodyNotReplayable, a.cancel)
-		}
-		c.out.Attempts += 1 + a.resends
-		c.record(a.cls, a.resp, a.resends > 0)
-		c.report(&a)
-		if a.cls.Class == ClassSuccess {
-			return c.finish(a.resp, a.cancel), nil
-		}
-		plan, planned := c.next(a.cls)
-		if planned {
-			c.out.RetryAt = plan.at
-		}
-		if plan.stop == nil && !inProgress(a.resp, c.out.Key != "") && !c.withdraw() {
-			// The backoff time would invite the caller straight back
-			// against a budget that just said no; only the provider's own
-			// time is a useful hint here.
-			plan.stop, c.out.RetryAt = ErrBudgetExhausted, a.cls.RetryAt
-		}
-		if plan.stop != nil {
-			return c.giveUp(a.resp, a.err, plan.stop, a.cancel)
-		}
-		c.discard(a.resp)
-		a.cancel()
-		if obs := c.t.cfg.Observer.Retry; obs != nil {
-			obs(RetryEvent{Request: c.req, Route: c.t.route, Attempt: c.out.Attempts + 1, Key: c.out.Key,
-				Class: a.cls.Class, Delay: plan.delay, RetryAfter: plan.retryAfter})
-		}
-		c.waited += plan.delay
-		if err := c.t.clock.Sleep(ctx, plan.delay); err != nil {
-			return c.giveUp(nil, err, err, noCancel)
-		}
-	}
-}
 
 // record folds one attempt's classification into the Outcome; resent
 // reports that net/http wrote the request more than once, each write
@@ -294,33 +138,6 @@ func (c *call) finish(resp *http.Response, cancel context.CancelFunc) *http.Resp
 	c.out.RetryAt = time.Time{}
 	c.settle(resp)
 	return c.attach(resp, cancel)
-}
-
-// giveUp ends the call: with the last response as (resp, nil) when there is
-// one, else with an *Error.
-func (c *call) giveUp(resp *http.Response, err, reason error, cancel context.CancelFunc) (*http.Response, error) {
-	c.out.Reason = reason
-	if c.numbered && c.out.Attempts == 0 {
-		// An SDK's numbered re-send that ends before sending anything:
-		// the SDK's earlier sends of the same call, given up on elsewhere
-		// or too long ago to be remembered, may have applied it, and this
-		// call cannot tell otherwise.
-		c.out.MaybeApplied = true
-	}
-	if reason == ErrRejected || reason == ErrUncertain {
-		c.out.RetryAt = time.Time{}
-	}
-	c.body.close()
-	c.settle(resp)
-	c.remember(resp, err)
-	if obs := c.t.cfg.Observer.GiveUp; obs != nil {
-		obs(GiveUpEvent{Request: c.req, Outcome: c.out})
-	}
-	if resp != nil {
-		return c.attach(resp, cancel), nil
-	}
-	cancel()
-	return nil, &Error{Outcome: c.out, Cause: err}
 }
 
 // settle has the ledger record how the owned action ended.
@@ -358,7 +175,17 @@ func (c *call) discard(resp *http.Response) {
 		return
 	}
 	stop := time.AfterFunc(drainWait, func() { resp.Body.Close() })
-	io.CopyN(io.Discard, resp.Body, c.t.cfg.MaxDrain)
+	io.CopyN(io.Discard, resp.Body, c.p.cfg.MaxDrain)
 	stop.Stop()
 	resp.Body.Close()
+}
+
+// withdraw asks the Budget for one retry and reports the decision to the
+// Observer.
+func (c *call) withdraw() bool {
+	d := c.p.cfg.Budget.Withdraw(c.req.Context(), c.dest)
+	if obs := c.p.cfg.Observer.Budget; obs != nil {
+		obs(BudgetEvent{Request: c.req, Route: c.p.routeName, Destination: c.dest, Decision: d})
+	}
+	return d.Allowed
 }

@@ -1,8 +1,12 @@
 package retrybudget
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"time"
+
+	"github.com/retrybudget/retrybudget/limiter"
 )
 
 // Transport is an http.RoundTripper that makes repeated outbound requests
@@ -15,19 +19,10 @@ import (
 //
 //	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{})}
 type Transport struct {
-	cfg    Config
-	clock  clock
+	// policy serves the requests that match no Route.
+	policy
+	// routes hold the policy of each Route.
 	routes []route
-	// route names the Route this Transport serves; empty for the
-	// Transport the caller made.
-	route string
-	// noAction makes calls ignore the context's Action (Route.NoAction).
-	noAction bool
-	// gaveUp remembers recent give-ups, to answer an SDK's re-send of a
-	// call already given up on without sending it.
-	gaveUp giveUps
-	// keys makes the keys of calls that carry none.
-	keys keyMint
 }
 
 // New returns a Transport configured by cfg, whose zero fields take their
@@ -37,12 +32,12 @@ func New(cfg Config) *Transport {
 }
 
 // newTransport returns the Transport of cfg running on clk: it and every
-// component it builds by default (its routes' Transports, the default
+// component it builds by default (its routes' policies, the default
 // Budget) read the time and wait through clk, so a test's fake clock
 // reaches them all.
 func newTransport(cfg Config, clk clock) *Transport {
 	cfg = cfg.withDefaults(clk)
-	return &Transport{cfg: cfg, clock: clk, routes: newRoutes(cfg, clk)}
+	return &Transport{policy: policy{cfg: cfg, clock: clk}, routes: newRoutes(cfg, clk)}
 }
 
 // RoundTrip implements http.RoundTripper. It never modifies req. Any
@@ -54,12 +49,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := t.check(req); err != nil {
 		return nil, refuse(req, err, nil)
 	}
+	p := &t.policy
 	if len(t.routes) > 0 {
-		if rt := match(t.routes, req); rt != nil {
-			return rt.RoundTrip(req)
+		if rp := match(t.routes, req); rp != nil {
+			p = rp
 		}
 	}
-	c, err := t.newCall(req)
+	c, err := p.newCall(req)
 	if err != nil {
 		if errors.Is(err, ErrInvalidAction) {
 			return nil, refuse(req, ErrInvalidAction, nil)
@@ -82,7 +78,9 @@ func (t *Transport) CloseIdleConnections() {
 	// A route's Base may be the Transport's own: closing twice is harmless,
 	// and Bases need not be comparable.
 	for _, r := range t.routes {
-		r.t.CloseIdleConnections()
+		if c, ok := r.p.cfg.Base.(closer); ok {
+			c.CloseIdleConnections()
+		}
 	}
 }
 
@@ -121,4 +119,217 @@ func (t *Transport) check(req *http.Request) error {
 		return errNilURL
 	}
 	return nil
+}
+
+// newCall prepares the key, body and deadline of one call.
+func (p *policy) newCall(req *http.Request) (*call, error) {
+	action, hasAction := ActionFrom(req.Context())
+	hasAction = hasAction && !p.noAction
+	callerKey := headerValue(req.Header, p.cfg.KeyHeader)
+	key, src, replaced, err := resolveKey(&p.keys, req.Method, callerKey, action, hasAction)
+	if err != nil {
+		return nil, err
+	}
+	sendsKey := keySent(p.cfg.OmitKey, src, replaced)
+	keyed := callerKey != "" || sendsKey
+	// A hop of a redirect that http.Client follows (req.Response is set)
+	// is not a new action: the first hop holds the ledger record.
+	ledgered := hasAction && p.cfg.Ledger.Store != nil && req.Response == nil
+	idempotent := isIdempotent(req.Method)
+	// net/http re-sends by itself a keyed request with GetBody, or any
+	// idempotent one, after a kept-alive connection broke, even once it
+	// was written; only a trace tells that the first write happened when
+	// the re-send then fails to dial. A ledger call needs the fact too.
+	traced := !idempotent || ledgered || keyed
+	// A key makes a request repeatable only where the provider honours it.
+	// Under OmitKey the provider documents no key, so a key the caller or
+	// an SDK put in the header is presumed ignored unless KeysHonoured says
+	// otherwise: repeating a Twilio POST under a key Twilio never reads
+	// would send the message again.
+	repeatable := idempotent || (src == keyCaller && (!p.cfg.OmitKey || p.cfg.KeysHonoured)) ||
+		(src == keyAction && !p.cfg.OmitKey) || (src == keyGenerated && p.cfg.KeysHonoured && !p.cfg.OmitKey)
+	var deadline time.Time
+	if dl, ok := req.Context().Deadline(); ok {
+		deadline = dl
+	}
+	if p.cfg.Deadline > 0 {
+		if dl := p.clock.Now().Add(p.cfg.Deadline); deadline.IsZero() || dl.Before(deadline) {
+			deadline = dl
+		}
+	}
+	// The call is filled in as it is allocated, which spares the GC's
+	// write barrier its fields.
+	proto := call{p: p, req: req, header: req.Header, dest: p.cfg.Destination(req), deadline: deadline,
+		out: Outcome{Key: key, Route: p.routeName}, repeatable: repeatable, traced: traced,
+		resendable: callerKey != "" || retryCountValue(req.Header) != ""}
+	var c *call
+	if traced {
+		tc := &tracedCall{call: proto}
+		c = &tc.call
+		c.first = &tc.first
+	} else {
+		c = &call{}
+		*c = proto
+	}
+	switch {
+	case sendsKey:
+		c.setKey(key, replaced)
+	case src == keyAction || src == keyGenerated:
+		c.out.Key = "" // OmitKey: none was sent
+	}
+	if c.header == nil {
+		// net/http refuses a nil header for good; an empty one is meant.
+		c.header, c.headerCopied = http.Header{}, true
+	}
+	if ledgered {
+		c.led = &ledgerGate{key: action, cfg: &p.cfg, caller: req, routeName: p.routeName, keyed: keyed,
+			deadline: deadline, clock: p.clock}
+	}
+	if p.cfg.Limiter != nil {
+		// The tenant of the action is the limiter's owner, for its
+		// per-owner share.
+		c.limit = &limitGate{lim: p.cfg.Limiter, req: limiter.Request{Boundary: p.cfg.Boundary(req), Owner: action.Tenant},
+			caller: req, routeName: p.routeName, clock: p.clock, maxWait: p.cfg.MaxWait, observer: &p.cfg.Observer}
+	}
+	if c.body, err = prepareBody(req, p.cfg.MaxBodyBuffer); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// setKey puts the call's key in its own copy of the headers, and keeps the
+// key it replaced for the Observer's AttemptEvent. The copy's key value is c.first.key, so
+// setting it costs no allocation beyond the map; the call must have been
+// made with first for this reason (see keySent).
+func (c *call) setKey(key, replaced string) {
+	c.first.key[0] = key
+	c.header, c.headerCopied = withValue(c.req.Header, c.p.cfg.KeyHeader, c.first.key[:]), true
+	c.first.replaced = replaced
+}
+
+// run sends attempts until one succeeds or the call must stop. It is the
+// one writer of c.out.
+func (c *call) run() (*http.Response, error) {
+	ctx := c.req.Context()
+	switch rc := c.repeat(); {
+	case rc.answer != nil:
+		return c.answer(rc.answer)
+	case rc.refused:
+		c.out.Class = ClassNotSent
+		return c.giveUp(nil, nil, ErrBudgetExhausted, noCancel)
+	}
+	if c.led != nil {
+		body, bodyErr := c.body.content(c.p.cfg.MaxBodyBuffer)
+		r := c.led.reserve(ctx, body, bodyErr, c.p.clock.Now())
+		c.out.MaybeApplied = c.out.MaybeApplied || r.maybeApplied
+		switch {
+		case r.replay != nil:
+			return c.replay(r.replay), nil
+		case r.stop != nil:
+			c.out.Class, c.out.RetryAt = unsentClass(r.stop), r.retryAt
+			return c.giveUp(nil, r.cause, r.stop, noCancel)
+		}
+	}
+	if th := c.p.cfg.Throttle; th != nil && !th.Allow(c.dest, c.p.clock.Now()) {
+		c.out.Class = ClassCapacity
+		return c.giveUp(nil, nil, ErrThrottled, noCancel)
+	}
+	if !overloadAllows(c.p.cfg.Overload, c.p.clock, c.p.cfg.AttemptTimeout, c.dest, c.deadline) {
+		c.out.Class = ClassCapacity
+		return c.giveUp(nil, nil, ErrThrottled, noCancel)
+	}
+	if !c.numbered {
+		c.p.cfg.Budget.Deposit(ctx, c.dest)
+	}
+	for {
+		if c.limit != nil {
+			adm := c.limit.admit(ctx, c.deadline, c.waited)
+			c.waited = adm.waited
+			if adm.stop != nil {
+				c.out.Class = ClassCapacity
+				if adm.stop == ErrRateLimited {
+					c.out.RetryAt = adm.retryAt
+				}
+				return c.giveUp(nil, adm.cause, adm.stop, noCancel)
+			}
+		}
+		if !c.deadline.IsZero() && !c.p.clock.Now().Before(c.deadline) {
+			// Waiting on the ledger or the limiter used up the time: an
+			// attempt now could not finish, so none is sent.
+			c.out.RetryAt = time.Time{}
+			if c.out.Attempts == 0 {
+				c.out.Class = ClassNotSent
+			}
+			return c.giveUp(nil, nil, ErrDeadline, noCancel)
+		}
+		if c.led != nil {
+			if stop, cause := c.led.beforeSend(ctx); stop != nil {
+				if c.out.Attempts == 0 {
+					c.out.Class = unsentClass(stop)
+				}
+				c.out.RetryAt = time.Time{}
+				return c.giveUp(nil, cause, stop, noCancel)
+			}
+		}
+		a := c.send()
+		if a.bodyErr {
+			return c.giveUp(nil, a.err, ErrBodyNotReplayable, a.cancel)
+		}
+		c.out.Attempts += 1 + a.resends
+		c.record(a.cls, a.resp, a.resends > 0)
+		c.report(&a)
+		if a.cls.Class == ClassSuccess {
+			return c.finish(a.resp, a.cancel), nil
+		}
+		plan, planned := c.next(a.cls)
+		if planned {
+			c.out.RetryAt = plan.at
+		}
+		if plan.stop == nil && !inProgress(a.resp, c.out.Key != "") && !c.withdraw() {
+			// The backoff time would invite the caller straight back
+			// against a budget that just said no; only the provider's own
+			// time is a useful hint here.
+			plan.stop, c.out.RetryAt = ErrBudgetExhausted, a.cls.RetryAt
+		}
+		if plan.stop != nil {
+			return c.giveUp(a.resp, a.err, plan.stop, a.cancel)
+		}
+		c.discard(a.resp)
+		a.cancel()
+		if obs := c.p.cfg.Observer.Retry; obs != nil {
+			obs(RetryEvent{Request: c.req, Route: c.p.routeName, Attempt: c.out.Attempts + 1, Key: c.out.Key,
+				Class: a.cls.Class, Delay: plan.delay, RetryAfter: plan.retryAfter})
+		}
+		c.waited += plan.delay
+		if err := c.p.clock.Sleep(ctx, plan.delay); err != nil {
+			return c.giveUp(nil, err, err, noCancel)
+		}
+	}
+}
+
+// giveUp ends the call: with the last response as (resp, nil) when there is
+// one, else with an *Error.
+func (c *call) giveUp(resp *http.Response, err, reason error, cancel context.CancelFunc) (*http.Response, error) {
+	c.out.Reason = reason
+	if c.numbered && c.out.Attempts == 0 {
+		// An SDK's numbered re-send that ends before sending anything:
+		// the SDK's earlier sends of the same call, given up on elsewhere
+		// or too long ago to be remembered, may have applied it, and this
+		// call cannot tell otherwise.
+		c.out.MaybeApplied = true
+	}
+	if reason == ErrRejected || reason == ErrUncertain {
+		c.out.RetryAt = time.Time{}
+	}
+	c.body.close()
+	c.settle(resp)
+	c.remember(resp, err)
+	if obs := c.p.cfg.Observer.GiveUp; obs != nil {
+		obs(GiveUpEvent{Request: c.req, Outcome: c.out})
+	}
+	if resp != nil {
+		return c.attach(resp, cancel), nil
+	}
+	cancel()
+	return nil, &Error{Outcome: c.out, Cause: err}
 }

@@ -58,8 +58,8 @@ func TestDefaultBudgetRunsOnTheTransportClock(t *testing.T) {
 	ctx := context.Background()
 	for _, b := range []struct {
 		name string
-		tr   *Transport
-	}{{"transport", tr}, {"route", tr.routes[0].t}} {
+		tr   *policy
+	}{{"transport", &tr.policy}, {"route", tr.routes[0].p}} {
 		t.Run(b.name, func(t *testing.T) {
 			budget := b.tr.cfg.Budget
 			allowed := func() (n int) {

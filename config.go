@@ -15,7 +15,6 @@ import (
 
 // Defaults applied to the zero fields of a Config.
 const (
-	DefaultKeyHeader     = "Idempotency-Key"
 	DefaultMaxAttempts   = schedule.DefaultMaxAttempts
 	DefaultBaseDelay     = schedule.DefaultBaseDelay
 	DefaultMaxDelay      = schedule.DefaultMaxDelay

@@ -37,23 +37,23 @@ func overloadAllows(o *budget.Overload, clk clock, attemptTimeout time.Duration,
 	return o.Allow(dest, patience, now)
 }
 
-// recordOverload tells o how attempt a of a call to dest ended: answered
-// (any response or error of its own), or out of time, the attempt's
-// context ending at its deadline before an answer came. The patience of an
-// attempt out of time is how long it waited, known when its start was
-// read (see send).
-func recordOverload(o *budget.Overload, clk clock, dest string, a *tried) {
-	timedOut := a.err != nil && errors.Is(a.err, context.DeadlineExceeded)
+// recordOverload tells o how an attempt to dest that started at start and
+// ended at end with err ended: answered (any response or error of its
+// own), or out of time, the attempt's context ending at its deadline before
+// an answer came. The patience of an attempt out of time is how long it
+// waited, known when its start was read (see send); a zero end is read from
+// clk.
+func recordOverload(o *budget.Overload, clk clock, dest string, err error, start, end time.Time) {
+	timedOut := err != nil && errors.Is(err, context.DeadlineExceeded)
 	if o.Quiet() && !timedOut {
 		return
 	}
-	end := a.end
 	if end.IsZero() {
 		end = clk.Now()
 	}
 	var patience time.Duration
-	if timedOut && !a.start.IsZero() {
-		patience = end.Sub(a.start)
+	if timedOut && !start.IsZero() {
+		patience = end.Sub(start)
 	}
 	o.Record(dest, patience, timedOut, end)
 }

@@ -265,7 +265,7 @@ func TestOnlyAStableOwnerReclaims(t *testing.T) {
 		want  string
 	}{{"", ""}, {"pod-1", processInstance()}} {
 		tr := New(Config{Ledger: LedgerConfig{Store: store, Owner: tc.owner}, Routes: routes})
-		for _, cfg := range []Config{tr.cfg, tr.routes[0].t.cfg} {
+		for _, cfg := range []Config{tr.cfg, tr.routes[0].p.cfg} {
 			if cfg.Ledger.instance != tc.want || cfg.Ledger.Owner == "" {
 				t.Errorf("owner %q: Owner %q, instance %q; want instance %q", tc.owner, cfg.Ledger.Owner, cfg.Ledger.instance, tc.want)
 			}

@@ -65,7 +65,7 @@ func retryCountValue(h http.Header) string {
 // never be answered with another's give-up.
 func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
 	scope := c.actionScope()
-	if k := headerValue(c.req.Header, c.t.cfg.KeyHeader); k != "" {
+	if k := headerValue(c.req.Header, c.p.cfg.KeyHeader); k != "" {
 		ids = append(ids, scope+"key\x00"+k)
 	}
 	n, ok := retryCount(c.req.Header)
@@ -73,7 +73,7 @@ func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
 	if !ok {
 		return ids, lookup, false
 	}
-	body, err := c.body.content(c.t.cfg.MaxBodyBuffer)
+	body, err := c.body.content(c.p.cfg.MaxBodyBuffer)
 	if err != nil {
 		return ids, lookup, n > 0
 	}
@@ -91,7 +91,7 @@ func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
 // for a call without an Action.
 func (c *call) actionScope() string {
 	a, ok := ActionFrom(c.req.Context())
-	if !ok || c.t.noAction {
+	if !ok || c.p.noAction {
 		return ""
 	}
 	var b strings.Builder
@@ -129,7 +129,7 @@ func (c *call) repeat() resendCheck {
 	if len(lookup) == 0 {
 		return resendCheck{}
 	}
-	if g := c.t.gaveUp.get(lookup, c.t.clock.Now()); g != nil {
+	if g := c.p.gaveUp.get(lookup, c.p.clock.Now()); g != nil {
 		c.withdraw() // nothing is sent, but the SDK did retry
 		return resendCheck{answer: g}
 	}
@@ -146,7 +146,7 @@ func (c *call) answer(g *giveUp) (*http.Response, error) {
 	c.body.close()
 	c.out = g.out
 	c.out.Repeated = true
-	if obs := c.t.cfg.Observer.GiveUp; obs != nil {
+	if obs := c.p.cfg.Observer.GiveUp; obs != nil {
 		obs(GiveUpEvent{Request: c.req, Outcome: c.out})
 	}
 	if g.status == 0 {
@@ -178,7 +178,7 @@ func (c *call) remember(resp *http.Response, cause error) {
 	if len(ids) == 0 {
 		return
 	}
-	now := c.t.clock.Now()
+	now := c.p.clock.Now()
 	until := now.Add(resendWindow)
 	if at := c.out.RetryAt; comeBack(c.out.Reason) && !at.IsZero() && at.Before(until) {
 		// The give-up told the caller when to come back: from then on the
@@ -196,7 +196,7 @@ func (c *call) remember(resp *http.Response, cause error) {
 		g.status, g.header = resp.StatusCode, resp.Header.Clone()
 		g.body, _ = readahead.Read(resp, resendBodyLimit, resendBodyWait)
 	}
-	if !c.t.gaveUp.put(ids, c.memoryScope(), g, now) {
+	if !c.p.gaveUp.put(ids, c.memoryScope(), g, now) {
 		c.out.NotRemembered = true
 	}
 }
@@ -204,7 +204,7 @@ func (c *call) remember(resp *http.Response, cause error) {
 // memoryScope names the share of the give-up memory the call's give-ups
 // count against: its Action's tenant, else its destination.
 func (c *call) memoryScope() string {
-	if a, ok := ActionFrom(c.req.Context()); ok && !c.t.noAction && a.Tenant != "" {
+	if a, ok := ActionFrom(c.req.Context()); ok && !c.p.noAction && a.Tenant != "" {
 		return "tenant\x00" + a.Tenant
 	}
 	return "dest\x00" + c.dest

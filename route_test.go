@@ -35,9 +35,9 @@ func TestRouteMatching(t *testing.T) {
 	for _, tt := range tests {
 		u, _ := url.Parse(tt.url)
 		got := match(rs, &http.Request{URL: u})
-		var want *Transport
+		var want *policy
 		if tt.want >= 0 {
-			want = rs[tt.want].t
+			want = rs[tt.want].p
 		}
 		if got != want {
 			t.Errorf("%s matched route %p; want route %d", tt.url, got, tt.want)

@@ -167,12 +167,12 @@ func TestRoutesInheritTheParentsGates(t *testing.T) {
 	th := budget.NewThrottle(budget.ThrottleConfig{})
 	tr := New(Config{Ledger: LedgerConfig{Store: store, Owner: "w1", Reconciler: rec}, Limiter: lim, Boundary: boundary,
 		Budget: unlimited, Throttle: th, Routes: []Route{{Host: "a.example"}, {Host: "b.example", Config: Config{Budget: budget.NewLocal(budget.Config{})}}}})
-	c := tr.routes[0].t.cfg
+	c := tr.routes[0].p.cfg
 	if c.Ledger.Store != store || c.Ledger.Owner != "w1" || c.Ledger.Reconciler == nil || c.Limiter != lim || c.Boundary == nil ||
 		c.Budget != unlimited || c.Throttle != th || c.Overload != tr.cfg.Overload {
 		t.Fatalf("route config %+v does not inherit the parent's gates", c)
 	}
-	if _, own := tr.routes[1].t.cfg.Budget.(*budget.Local); !own {
+	if _, own := tr.routes[1].p.cfg.Budget.(*budget.Local); !own {
 		t.Fatal("a route's own Budget was replaced by the parent's")
 	}
 }
