@@ -311,11 +311,14 @@ func (c *call) run() (*http.Response, error) {
 // one, else with an *Error.
 func (c *call) giveUp(resp *http.Response, err, reason error, cancel context.CancelFunc) (*http.Response, error) {
 	c.out.Reason = reason
-	if c.numbered && c.out.Attempts == 0 {
+	if c.numbered && c.out.Attempts == 0 && (c.led == nil || c.led.token == 0) {
 		// An SDK's numbered re-send that ends before sending anything:
 		// the SDK's earlier sends of the same call, given up on elsewhere
 		// or too long ago to be remembered, may have applied it, and this
-		// call cannot tell otherwise.
+		// call cannot tell otherwise. A call that owns its action can:
+		// the ledger granted it as never sent or as failed without an
+		// effect (a re-send or reconcile grant set MaybeApplied already),
+		// and every earlier send under the Action went through it.
 		c.out.MaybeApplied = true
 	}
 	if reason == ErrRejected || reason == ErrUncertain {

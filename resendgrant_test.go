@@ -75,3 +75,32 @@ func TestNumberedResendEndingUnsentIsMaybeApplied(t *testing.T) {
 		t.Fatalf("provider got %d requests; want none", n)
 	}
 }
+
+// A numbered re-send that owns its action tells from the ledger what the
+// call without one must presume: the ledger granted it as never sent, and
+// every earlier send under the Action went through the ledger. Ending
+// before its own attempt (here the limiter is down), it records the action
+// failed without an effect, not uncertain: nothing reached the provider,
+// so nobody should be asked to settle it. Found by TestSimulation (Redis
+// seed 25).
+func TestNumberedResendThatOwnsItsActionEndsUnsentWithoutEffect(t *testing.T) {
+	p := newProvider(t, status(201))
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	act := Action{Tenant: "acme", Operation: "charge", Key: "o-1"}
+	lim := &scriptedLimiter{err: fmt.Errorf("%w: redis down", limiter.ErrUnavailable)}
+	tr, _ := newFakeTransport(Config{Limiter: lim, Ledger: LedgerConfig{Store: store}})
+	req, _ := http.NewRequestWithContext(WithAction(context.Background(), act), "POST", p.URL, strings.NewReader("x"))
+	req.Header.Set("X-Stainless-Retry-Count", "2")
+	_, err := tr.RoundTrip(req)
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrLimiter) || e.MaybeApplied {
+		t.Fatalf("error %v; want ErrLimiter, not maybe applied", err)
+	}
+	rec, err := store.Get(context.Background(), act)
+	if err != nil || rec.State != ledger.StateFailed {
+		t.Fatalf("record %v, %v; want failed (no effect possible), not uncertain", rec.State, err)
+	}
+	if n := len(p.requests()); n != 0 {
+		t.Fatalf("provider got %d requests; want none", n)
+	}
+}
