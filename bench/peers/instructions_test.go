@@ -31,10 +31,38 @@ const (
 	instrWarmup = 200
 )
 
-// instrContenders are the libraries counted, by name.
+// instrContenders are the libraries counted, by name. The "+ key" ones
+// carry an Idempotency-Key that the caller sets on each POST itself, as
+// go-retryablehttp's users must: beside bare's, the key's cost on the
+// wire; beside go-retryablehttp's, the same keyed POST as retrybudget's.
 var instrContenders = map[string]func() contender{
 	"bare": bare, "retrybudget": rbDefault, "go-retryablehttp": retryable,
+	"bare + key": func() contender { return callerKey(bare()) }, "go-retryablehttp + key": func() contender { return callerKey(retryable()) },
 }
+
+// callerKey returns c with the caller setting a key on every request
+// before c sees it.
+func callerKey(c contender) contender {
+	inner := c.rt
+	c.name += " + key"
+	c.rt = func(base http.RoundTripper) http.RoundTripper {
+		rt := inner(base)
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			req.Header.Set("Idempotency-Key", callerKeyValue) // the test's own request: the caller's to change
+			return rt.RoundTrip(req)
+		})
+	}
+	return c
+}
+
+// callerKeyValue is the key the caller sets, a constant, so that making
+// it costs nothing per call.
+const callerKeyValue = "order-0001"
+
+// roundTripFunc is a function as an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // keyCopy is the driver's stand-in for the header copy a keyed call
 // needs (retrybudget's withValue): the caller's header map copied whole,
@@ -48,8 +76,8 @@ const keyCopy = "key header copy"
 // server and through a base without a network, and each library's own
 // instructions (minus bare's). Set PEERS_INSTRUCTIONS=1; it takes a few
 // minutes. PEERS_INSTR_CALLS sets the smaller N of the no-network runs
-// (2,000; the loopback runs use a fifth, and the larger N is 3 times the
-// smaller).
+// (5,000; the loopback runs use a fifth, and the larger N is 3 times the
+// smaller). The POSTs are also counted with a key that the caller sets.
 func TestInstructions(t *testing.T) {
 	if os.Getenv(instrEnv) == "" {
 		t.Skipf("set %s=1 to count instructions per call under valgrind", instrEnv)
@@ -58,7 +86,7 @@ func TestInstructions(t *testing.T) {
 	if err != nil {
 		t.Skipf("SKIPPED: no valgrind on PATH (%v): instruction counts need valgrind --tool=callgrind (apt-get install valgrind)", err)
 	}
-	small := 2000
+	small := 5000
 	if n, err := strconv.Atoi(os.Getenv("PEERS_INSTR_CALLS")); err == nil && n > 0 {
 		small = n
 	}
@@ -105,7 +133,11 @@ func TestInstructions(t *testing.T) {
 		for _, method := range []string{"GET", "POST"} {
 			bare := perCall("bare", method, path)
 			fmt.Fprintf(&b, "| bare | %s | %s | %.0f | — |\n", method, path, bare)
-			for _, name := range []string{"retrybudget", "go-retryablehttp"} {
+			names := []string{"retrybudget", "go-retryablehttp"}
+			if method == "POST" {
+				names = append(names, "bare + key", "go-retryablehttp + key")
+			}
+			for _, name := range names {
 				n := perCall(name, method, path)
 				fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %+.0f |\n", name, method, path, n, n-bare)
 			}
