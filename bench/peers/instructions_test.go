@@ -23,8 +23,8 @@ import (
 // Run twice with different N, the difference of the two totals divided by
 // the difference of N is the instructions of one call, start-up and
 // warm-up removed. It counts user-space instructions of the whole process:
-// the client, the in-process server over loopback, the collector; not the
-// kernel's.
+// the client, the in-process server over loopback, the collector when it
+// runs; not the kernel's.
 const (
 	instrEnv    = "PEERS_INSTRUCTIONS" // set to 1 to run TestInstructions
 	driveEnv    = "PEERS_DRIVE"        // contender/method/path/N, for the driver
@@ -92,7 +92,7 @@ func TestInstructions(t *testing.T) {
 	}
 	// The collector runs at heap sizes, not per call: with it on, whether
 	// a run of N calls holds one cycle more than another moves the count
-	// by hundreds per call. Off by default, so the counts are the calls'
+	// by thousands per call. Off by default, so the counts are the calls'
 	// own work (allocation included, collection not); PEERS_INSTR_GOGC
 	// sets another GOGC.
 	gogc := cmp.Or(os.Getenv("PEERS_INSTR_GOGC"), "off")
