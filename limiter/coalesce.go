@@ -391,9 +391,17 @@ func (l *Redis) runCount(ctx context.Context, r Request, n int) ([]slotResult, e
 
 // parseBatch reads queue.lua's reply: Redis's now in µs, which the
 // decisions do not need (every wait is relative to it already), then five
-// integers per request.
+// integers per request, or nothing more when every request was granted
+// now with no slot of its owner ahead.
 func parseBatch(v any, n int) ([]slotResult, error) {
 	vals, ok := v.([]any)
+	if ok && len(vals) == 1 {
+		outs := make([]slotResult, n)
+		for j := range outs {
+			outs[j].granted = true
+		}
+		return outs, nil
+	}
 	if !ok || len(vals) != 1+5*n {
 		return nil, fmt.Errorf("%w: batch of %d: %v", errReply, n, v)
 	}

@@ -41,6 +41,9 @@
 --             cooldown, 5 for the scope's (as in decide.lua); 4 when the
 --             owner already holds all its slots
 --   depth     slots its owner holds ahead of now, after this request
+-- or {now} alone when every request was granted now and no owner of the
+-- batch holds a slot ahead (each as 1, 0, 0, 0, 0), so that the reply of
+-- a boundary that is not saturated does not grow with the batch.
 --
 -- GCRA for n tokens at once: a limit with interval T and burst B has its
 -- next token due at max(now, tat + T - B*T), where tat = max(stored TAT,
@@ -112,7 +115,7 @@ end
 -- (recent: an owner is alone only if no other is).
 local qkey, zkey = KEYS[nlim + 3], KEYS[nlim + 4]
 local horizon = now - lookahead
-local q, passed, dirty = {}, {}, {}
+local q, passed, dirty, owners = {}, {}, {}, {}
 do
   -- Forget owners that stopped asking: their latest slot is out of the
   -- lookahead, so they count for nothing.
@@ -121,7 +124,7 @@ do
     redis.call('HDEL', qkey, unpack(stale))
     redis.call('ZREM', zkey, unpack(stale))
   end
-  local owners, seen = {}, {}
+  local seen = {}
   for j = 1, n do
     local owner = ARGV[at + 3 * j - 1]
     if not seen[owner] then
@@ -147,11 +150,40 @@ do
     q[owner] = slots
   end
 end
-local active = redis.call('ZCOUNT', zkey, '(' .. fmt(now), '+inf')
-local recent = redis.call('ZCOUNT', zkey, '(' .. fmt(horizon), '+inf')
+
+-- Not saturated: when every limit has a token now for all n requests and
+-- no owner of the batch holds a slot ahead, each request is sent now with
+-- nothing ahead, which is what the loop below would decide one by one
+-- (the n-th request's slot is the latest, and it is due). The loop and the
+-- owner counts are skipped, so such a run costs O(owners), not O(n),
+-- beyond reading its arguments.
+local idle = true
+for _, owner in ipairs(owners) do
+  if #q[owner] > 0 then idle = false end
+end
+for i = 1, nlim do
+  if tat[i] + n * T[i] - B[i] * T[i] > now then idle = false end
+end
 
 local taken, refused, behind = 0, 0, {}
-for j = 1, n do
+-- rows[j] is request j's five integers; granted_now is the row of a
+-- request sent now whose owner holds no slot ahead, shared because it is
+-- the common case on a boundary that is not saturated.
+local rows, granted_now, all_now = {}, {1, 0, 0, 0, 0}, true
+if idle then
+  for i = 1, nlim do tat[i] = tat[i] + n * T[i] end
+  for _, owner in ipairs(owners) do
+    passed[owner] = now
+    dirty[owner] = true
+  end
+  taken = n
+end
+local active, recent = 0, 0
+if not idle then
+  active = redis.call('ZCOUNT', zkey, '(' .. fmt(now), '+inf')
+  recent = redis.call('ZCOUNT', zkey, '(' .. fmt(horizon), '+inf')
+end
+for j = 1, idle and 0 or n do
   local a = at + 3 * j - 2
   local maxwait, owner, weight = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
   -- slot: when every limit has a token for this request; place: the same
@@ -194,12 +226,13 @@ for j = 1, n do
       passed[owner] = slot
     end
     dirty[owner] = true
-    r = {1, slot - now, 0, 0, #mine}
+    if slot > now or #mine > 0 then r = {1, slot - now, 0, 0, #mine} else r = granted_now end
   else
     refused = refused + 1
     r = {0, place - now, place - now, reason, #mine}
   end
-  for _, v in ipairs(r) do reply[#reply + 1] = v end
+  rows[j] = r
+  if r ~= granted_now then all_now = false end
 end
 
 if taken > 0 then
@@ -208,21 +241,31 @@ if taken > 0 then
     redis.call('SET', KEYS[i + 2], fmt(tat[i]), 'PX', math.ceil((tat[i] - now) / 1000) + 1)
   end
 end
-local wrote = false
+-- One HSET, one ZADD (and one HDEL, one ZREM) for all the batch's owners:
+-- a command run from a script costs more than the Lua around it.
+local hset, zadd, gone = {}, {}, {}
 for owner in pairs(dirty) do
   local slots, s = q[owner], {}
   if passed[owner] then s[1] = fmt(passed[owner]) end
   for _, v in ipairs(slots) do s[#s + 1] = fmt(v) end
   if #s > 0 then
-    redis.call('HSET', qkey, owner, table.concat(s, ','))
-    local latest = slots[#slots] or passed[owner]
-    redis.call('ZADD', zkey, fmt(latest), owner)
+    hset[#hset + 1] = owner
+    hset[#hset + 1] = table.concat(s, ',')
+    zadd[#zadd + 1] = fmt(slots[#slots] or passed[owner])
+    zadd[#zadd + 1] = owner
   else
-    redis.call('HDEL', qkey, owner)
-    redis.call('ZREM', zkey, owner)
+    gone[#gone + 1] = owner
   end
-  wrote = true
 end
+if #hset > 0 then
+  redis.call('HSET', qkey, unpack(hset))
+  redis.call('ZADD', zkey, unpack(zadd))
+end
+if #gone > 0 then
+  redis.call('HDEL', qkey, unpack(gone))
+  redis.call('ZREM', zkey, unpack(gone))
+end
+local wrote = #hset > 0 or #gone > 0
 if wrote then
   -- Both keys mean nothing once the latest slot of any owner is out of
   -- the lookahead.
@@ -232,5 +275,12 @@ if wrote then
     redis.call('PEXPIRE', qkey, ttl)
     redis.call('PEXPIRE', zkey, ttl)
   end
+end
+-- Every request sent now, none of its owner's slots ahead: the reply is
+-- {now} alone, so that it does not grow with the batch.
+if all_now then return reply end
+for j = 1, n do
+  local r = rows[j]
+  for k = 1, 5 do reply[#reply + 1] = r[k] end
 end
 return reply

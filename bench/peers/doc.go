@@ -17,6 +17,11 @@
 //	go test -run '^$' -bench . -benchmem -count 3
 //	go test -run TestScenarios -v
 //	go test -run TestMetastable -v
+//	PEERS_INSTRUCTIONS=1 go test -run 'TestInstructions$' -v   # under valgrind, ~2 min
+//
+// TestInstructions counts the success path in instructions per call
+// (callgrind), which hold still on a loaded machine where nanoseconds do
+// not; it skips, saying so, without valgrind.
 //
 // docs/benchmarks.md at the repository root holds the results and what
 // each library was configured with.

@@ -287,3 +287,31 @@ func run(f func(testing.TB)) *recorder {
 	}
 	return r
 }
+
+func TestReadLoadCountsScriptsOnce(t *testing.T) {
+	c := Start(t).Client(t) // private: the counts are this test's alone
+	before, err := ReadLoad(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const runs = 50
+	for range runs {
+		if err := c.Eval(t.Context(), "redis.call('TIME'); return redis.call('PING')", nil).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := ReadLoad(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.Spent(before, "eval"); got.Calls != runs || got.Usec <= 0 {
+		t.Errorf("eval: %+v, want %d calls and some µs", got, runs)
+	}
+	// The script's own commands are counted under their names as well.
+	if got := after.Spent(before, "time").Calls; got != runs {
+		t.Errorf("time: %d calls, want %d", got, runs)
+	}
+	if after.CPU <= before.CPU {
+		t.Errorf("CPU %v then %v, want it to grow", before.CPU, after.CPU)
+	}
+}
