@@ -1,6 +1,7 @@
 package retrybudget
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -27,6 +28,13 @@ type tried struct {
 	// an Overload that is not quiet for start, see readsEnd for end), and
 	// is zero otherwise.
 	start, end time.Time
+	// hedges is how many more copies of the request were sent while this
+	// one was in flight (see hedge.go), each an attempt of its own.
+	hedges int
+	// hedge reports that this attempt is such a copy; number, when not
+	// zero, is its number for the Observer (zero: the call's count).
+	hedge  bool
+	number int
 }
 
 // send sends one attempt and classifies it. It also accounts for the
@@ -45,6 +53,14 @@ func (c *call) send() tried {
 		return tried{err: err, cancel: cancel, bodyErr: true}
 	}
 	resp, err := c.t.cfg.Base.RoundTrip(areq)
+	return c.classify(areq, tr, resp, err, cancel, start)
+}
+
+// classify reads what one attempt sent as areq (traced by tr, when traced)
+// got back, and classifies it; cancel releases the attempt's context and
+// start is when it began (zero when nothing reads it).
+func (c *call) classify(areq *http.Request, tr *attemptTrace, resp *http.Response, err error,
+	cancel context.CancelFunc, start time.Time) tried {
 	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Repeatable: c.repeatable}
 	if c.readsEnd(resp) {
 		c.res.Now = c.t.clock.Now()
@@ -91,8 +107,8 @@ func (c *call) report(a *tried) {
 	}
 	recordOverload(c.t.cfg.Overload, c.t.clock, c.dest, a)
 	if obs := c.t.cfg.Observer.Attempt; obs != nil {
-		ev := AttemptEvent{Request: c.req, Route: c.t.route, Attempt: c.out.Attempts, Key: c.out.Key,
-			Class: a.cls.Class, Err: a.err, Start: a.start, Duration: a.end.Sub(a.start)}
+		ev := AttemptEvent{Request: c.req, Route: c.t.route, Attempt: cmp.Or(a.number, c.out.Attempts), Key: c.out.Key,
+			Class: a.cls.Class, Err: a.err, Start: a.start, Duration: a.end.Sub(a.start), Hedge: a.hedge}
 		if a.resp != nil {
 			ev.StatusCode = a.resp.StatusCode
 		}
