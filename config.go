@@ -92,9 +92,10 @@ type Config struct {
 	// first answer is taken and the other copy cancelled. A hedge is an
 	// attempt like a retry: it spends the retry Budget, waits on the
 	// Limiter and counts against MaxAttempts. None is sent for a call that
-	// sends a key or has a ledger record, nor while the destination's last
-	// attempt failed (see docs/hedging.md). With HedgePercentile set, it is
-	// the least delay. Zero means no hedging unless HedgePercentile is set.
+	// sends a key or has a ledger record, nor unless the destination's last
+	// attempt got an answer (see docs/hedging.md). With HedgePercentile
+	// set, it is the least delay. Zero means no hedging unless
+	// HedgePercentile is set.
 	HedgeDelay time.Duration
 	// HedgePercentile, in (0, 100), hedges after that percentile of the
 	// latencies the Transport has seen at the request's destination (95:

@@ -21,8 +21,9 @@ import (
 //     method (RFC 9110 §9.2.2) that sends no key and has no ledger record
 //     (a provider that honours keys deduplicates a later re-send, not two
 //     copies in flight: Stripe answers the second with 409);
-//   - only for the first attempt, and never while the destination's last
-//     attempt failed: a retry or an outage is not hedged;
+//   - only for the first attempt, and only while the destination's last
+//     attempt got an answer: a retry, a destination in an outage or one
+//     not yet heard from is not hedged;
 //   - it counts against MaxAttempts, spends a retry credit of the Budget
 //     and waits on the Limiter, as a retry would.
 
@@ -314,18 +315,20 @@ func (c *call) hedgeTimer(d time.Duration) (<-chan struct{}, context.CancelFunc)
 }
 
 // delayFor returns the hedge delay for a call to dest, and false when the
-// call is not to be hedged: the destination's last attempt failed, or its
-// percentile is asked for and not yet known.
+// call is not to be hedged: the destination's last attempt failed, none is
+// known, or its percentile is asked for and not yet known.
 func (h *hedging) delayFor(dest string) (time.Duration, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.dests[dest]
 	switch {
-	case e != nil && e.failed:
+	case e == nil || e.failed:
+		// Only a destination whose last attempt got an answer is hedged:
+		// not one failing, nor one not heard from, which may be down.
 		return 0, false
 	case h.percentile == 0:
 		return h.delay, true
-	case e == nil || e.total < hedgeMinSamples:
+	case e.total < hedgeMinSamples:
 		return 0, false
 	}
 	return max(e.quantile(h.percentile), h.delay), true

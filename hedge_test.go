@@ -27,6 +27,8 @@ type tailProvider struct {
 	// deaf ignores cancellation: the answer comes anyway, as from a Base
 	// that does not watch the request's context.
 	deaf bool
+	// warming answers at once, and leaves no trace (see warm).
+	warming bool
 
 	mu       sync.Mutex // guards the fields below
 	arrivals []time.Time
@@ -37,6 +39,10 @@ type tailProvider struct {
 
 func (p *tailProvider) RoundTrip(req *http.Request) (*http.Response, error) {
 	p.mu.Lock()
+	if p.warming {
+		p.mu.Unlock()
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Request: req, Body: http.NoBody}, nil
+	}
 	n := len(p.arrivals)
 	p.arrivals = append(p.arrivals, time.Now())
 	p.methods = append(p.methods, req.Method)
@@ -65,6 +71,24 @@ func (p *tailProvider) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return &http.Response{StatusCode: status, Header: http.Header{}, Request: req,
 		Body: &providerBody{p: p, n: n, r: strings.NewReader(fmt.Sprintf("answer %d", n))}}, nil
+}
+
+// warm has tr make one call that p answers at once, so that the
+// destination has answered (only such a destination is hedged); p and ev,
+// when not nil, forget it.
+func (p *tailProvider) warm(tr http.RoundTripper, ev *events) {
+	p.mu.Lock()
+	p.warming = true
+	p.mu.Unlock()
+	callOnce(tr, get("http://api.example/items/0"))
+	p.mu.Lock()
+	p.warming = false
+	p.mu.Unlock()
+	if ev != nil {
+		ev.mu.Lock()
+		ev.attempts, ev.budget, ev.retries, ev.limited = nil, nil, nil, nil
+		ev.mu.Unlock()
+	}
 }
 
 func (p *tailProvider) count() int {
@@ -172,6 +196,7 @@ func TestHedgeFiresOnlyAfterTheDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &tailProvider{latency: slowFirst(time.Second, 20*time.Millisecond)}
 		tr := New(Config{Base: p, HedgeDelay: 50 * time.Millisecond})
+		p.warm(tr, nil)
 		start := time.Now()
 		done := make(chan called)
 		go func() { done <- callOnce(tr, get("http://api.example/items/1")) }()
@@ -208,6 +233,7 @@ func TestHedgeNotSentWhenTheFirstAnswersInTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &tailProvider{latency: slowFirst(49*time.Millisecond, time.Millisecond)}
 		tr := New(Config{Base: p, HedgeDelay: 50 * time.Millisecond})
+		p.warm(tr, nil)
 		c := callOnce(tr, get("http://api.example/items/1"))
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -259,6 +285,7 @@ func TestHedgeOnlyForIdempotentRequestsWithoutAKey(t *testing.T) {
 				cfg := tc.cfg
 				cfg.Base, cfg.HedgeDelay = p, 50*time.Millisecond
 				tr := New(cfg)
+				p.warm(tr, nil)
 				var body io.Reader
 				if tc.method == "PUT" || tc.method == "POST" || tc.method == "PATCH" {
 					body = strings.NewReader(`{"qty":1}`)
@@ -301,6 +328,7 @@ func TestHedgeLoserIsCanceledAndClosed(t *testing.T) {
 				p := &tailProvider{latency: tc.latency, deaf: tc.deaf}
 				var ev events
 				tr := New(Config{Base: p, HedgeDelay: 50 * time.Millisecond, Observer: ev.observer()})
+				p.warm(tr, &ev)
 				c := callOnce(tr, get("http://api.example/items/1"))
 				if c.err != nil || c.body != fmt.Sprintf("answer %d", tc.winner) {
 					t.Fatalf("got %q, %v; want arrival %d's answer", c.body, c.err, tc.winner)
@@ -349,6 +377,7 @@ func TestHedgeCanceledLoserIsNoFailure(t *testing.T) {
 			return 20 * time.Millisecond
 		}}
 		tr := New(Config{Base: p, HedgeDelay: 50 * time.Millisecond})
+		p.warm(tr, nil)
 		for i := range 3 {
 			if c := callOnce(tr, get("http://api.example/items/1")); !c.out.Hedged || c.elapsed != 70*time.Millisecond {
 				t.Fatalf("call %d: hedged %v in %v; want hedged in 70ms", i, c.out.Hedged, c.elapsed)
@@ -368,6 +397,8 @@ func TestHedgeSpendsTheRetryBudget(t *testing.T) {
 				b := &countingBudget{allow: allow}
 				var ev events
 				tr := New(Config{Base: p, HedgeDelay: 50 * time.Millisecond, Budget: b, Observer: ev.observer()})
+				p.warm(tr, &ev)
+				b.calls = nil
 				c := callOnce(tr, get("http://api.example/items/1"))
 				want, took := 2, 70*time.Millisecond
 				if !allow {
@@ -406,9 +437,11 @@ func TestHedgeWaitsOnTheLimiter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := &tailProvider{latency: slowFirst(tc.first, 20*time.Millisecond)}
-				lim := &scriptedLimiter{decisions: []limiter.Decision{{Allowed: true}, {RetryAfter: tc.wait}, {Allowed: true}}}
+				// The warm-up, the first attempt, the hedge told to wait, the hedge.
+				lim := &scriptedLimiter{decisions: []limiter.Decision{{Allowed: true}, {Allowed: true}, {RetryAfter: tc.wait}, {Allowed: true}}}
 				var ev events
 				tr := New(Config{Base: p, HedgeDelay: 50 * time.Millisecond, Limiter: lim, Observer: ev.observer()})
+				p.warm(tr, &ev)
 				start := time.Now()
 				c := callOnce(tr, get("http://api.example/items/1"))
 				if n := p.count(); n != tc.arrivals || c.elapsed != tc.took {
@@ -418,8 +451,8 @@ func TestHedgeWaitsOnTheLimiter(t *testing.T) {
 					if at := p.arrivedAt(1, start); at != tc.hedgeAt {
 						t.Errorf("the hedge arrived at %v; want %v", at, tc.hedgeAt)
 					}
-					if n := len(lim.asked); n != 3 {
-						t.Errorf("%d limiter decisions; want 3 (the first attempt, the hedge told to wait, the hedge)", n)
+					if n := len(lim.asked); n != 4 {
+						t.Errorf("%d limiter decisions; want 4", n)
 					}
 				}
 				if len(ev.limited) != 1 || ev.limited[0].Wait != tc.wait {
@@ -437,6 +470,7 @@ func TestHedgeCountsAgainstMaxAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &tailProvider{latency: slowFirst(time.Second, 20*time.Millisecond)}
 		tr := New(Config{Base: p, HedgeDelay: 50 * time.Millisecond, MaxAttempts: -1})
+		p.warm(tr, nil)
 		if c := callOnce(tr, get("http://api.example/items/1")); p.count() != 1 || c.out.Attempts != 1 {
 			t.Errorf("MaxAttempts 1: %d arrivals, %d attempts; want 1, 1", p.count(), c.out.Attempts)
 		}
@@ -446,6 +480,7 @@ func TestHedgeCountsAgainstMaxAttempts(t *testing.T) {
 			status: func(int) int { return http.StatusServiceUnavailable }}
 		var ev events
 		tr := New(Config{Base: p, HedgeDelay: 50 * time.Millisecond, MaxAttempts: 2, Observer: ev.observer()})
+		p.warm(tr, &ev)
 		c := callOnce(tr, get("http://api.example/items/1"))
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -459,30 +494,32 @@ func TestHedgeCountsAgainstMaxAttempts(t *testing.T) {
 	})
 }
 
-// TestHedgeNotWhileTheDestinationFails: after an attempt to a destination
-// fails, its next calls are not hedged until one gets an answer.
-func TestHedgeNotWhileTheDestinationFails(t *testing.T) {
+// TestHedgeOnlyWhileTheDestinationAnswers: a destination is hedged only
+// while its last attempt got an answer: not before it is heard from, and
+// not after an attempt failed, until one gets an answer again.
+func TestHedgeOnlyWhileTheDestinationAnswers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		script := []struct {
 			latency time.Duration
 			status  int
 		}{
-			{10 * time.Millisecond, http.StatusServiceUnavailable}, // call 1 fails
+			{time.Second, http.StatusOK},                           // call 1: slow, not hedged (never heard from)
+			{10 * time.Millisecond, http.StatusServiceUnavailable}, // call 2 fails
 			{10 * time.Millisecond, http.StatusServiceUnavailable}, // and its retry
-			{time.Second, http.StatusOK},                           // call 2: slow, not hedged
-			{time.Second, http.StatusOK},                           // call 3: slow, hedged (2 answered)
+			{time.Second, http.StatusOK},                           // call 3: slow, not hedged
+			{time.Second, http.StatusOK},                           // call 4: slow, hedged (3 answered)
 			{20 * time.Millisecond, http.StatusOK},                 // its hedge
 		}
 		p := &tailProvider{latency: func(n int) time.Duration { return script[n].latency },
 			status: func(n int) int { return script[n].status }}
 		tr := New(Config{Base: p, HedgeDelay: 50 * time.Millisecond, MaxAttempts: 2})
-		for i, want := range []bool{false, false, true} {
+		for i, want := range []bool{false, false, false, true} {
 			if c := callOnce(tr, get("http://api.example/items/1")); c.out.Hedged != want {
 				t.Fatalf("call %d: hedged %v; want %v", i+1, c.out.Hedged, want)
 			}
 		}
-		if n := p.count(); n != 5 {
-			t.Errorf("%d arrivals; want 5", n)
+		if n := p.count(); n != 6 {
+			t.Errorf("%d arrivals; want 6", n)
 		}
 	})
 }
@@ -536,6 +573,7 @@ func TestHedgeCallerCancelEndsBothCopies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &tailProvider{latency: slowFirst(time.Second, time.Second)}
 		tr := New(Config{Base: p, HedgeDelay: 50 * time.Millisecond})
+		p.warm(tr, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 80*time.Millisecond)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example/items/1", nil)
