@@ -2,6 +2,7 @@ package retrybudget
 
 import (
 	"context"
+	"math"
 	"math/bits"
 	"net/http"
 	"sync"
@@ -409,9 +410,18 @@ func (e *destLatency) add(d time.Duration) {
 }
 
 // quantile returns the latency below which p percent of the counted ones
-// lie, interpolated within its bucket.
+// lie, interpolated within its bucket, less two standard deviations of
+// the sampling error on the count above it. Without that margin, a
+// destination whose latencies fall in two groups, the slower one about
+// 100−p percent of them (the very case hedging is for), has its estimate
+// jump between the groups with each new latency: half the time, the
+// hedge would wait for a slow answer's time. With it, the estimate stays
+// on the top of the fast group, at the cost, for latencies spread evenly,
+// of a percentile a little lower than asked (p93.6 for p95 over 1,000
+// latencies).
 func (e *destLatency) quantile(p float64) time.Duration {
-	rank := p / 100 * float64(e.total)
+	above := (1 - p/100) * float64(e.total)
+	rank := max(float64(e.total)-above-2*math.Sqrt(above), 0)
 	var below float64
 	for i, n := range e.counts {
 		if n == 0 {
