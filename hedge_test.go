@@ -568,7 +568,7 @@ func TestHedgeAfterThePercentile(t *testing.T) {
 
 // TestHedgeCallerCancelEndsBothCopies: the caller's context ending during
 // a race ends both copies, and the call reports it, with nothing left
-// running.
+// running; the destination counts as failing.
 func TestHedgeCallerCancelEndsBothCopies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &tailProvider{latency: slowFirst(time.Second, time.Second)}
@@ -582,6 +582,11 @@ func TestHedgeCallerCancelEndsBothCopies(t *testing.T) {
 		canceled, _ := p.report()
 		if !errors.Is(c.err, context.DeadlineExceeded) || c.elapsed != 80*time.Millisecond || len(canceled) != 2 {
 			t.Errorf("got %v after %v, %d copies cancelled; want the deadline at 80ms, both cancelled", c.err, c.elapsed, len(canceled))
+		}
+		// A provider that holds its callers past their deadlines is failing
+		// as far as hedging goes: the next call is not hedged.
+		if c := callOnce(tr, get("http://api.example/items/1")); c.out.Hedged || p.count() != 3 {
+			t.Errorf("after the deadline: hedged %v, %d arrivals; want no hedge, 3 arrivals", c.out.Hedged, p.count())
 		}
 	})
 }
