@@ -2,8 +2,6 @@ package retrybudget
 
 import (
 	"context"
-	"math"
-	"math/bits"
 	"net/http"
 	"sync"
 	"time"
@@ -33,23 +31,9 @@ const (
 	// hedgeMinSamples is how many latencies a destination needs before
 	// its percentile is trusted; until then it is not hedged.
 	hedgeMinSamples = 32
-	// hedgeWindow is the most latencies a destination's histogram holds:
-	// reaching it halves every count, so old latencies fade and every
-	// count fits in 16 bits.
-	hedgeWindow = 1024
 	// hedgeDestinations caps the destinations a Transport tracks; the
 	// least recently seen gives way to a new one.
 	hedgeDestinations = 128
-)
-
-// The latency histogram: 16 buckets per doubling (each at most 1/16 of its
-// lower bound wide) from 16µs to 2^27µs (about 134 s), and one bucket per
-// microsecond below 16µs; longer latencies fall in the last bucket.
-const (
-	subBucketBits  = 4
-	subBuckets     = 1 << subBucketBits
-	maxLatencyExp  = 27
-	latencyBuckets = (maxLatencyExp - subBucketBits + 2) * subBuckets
 )
 
 // hedging is a Transport's hedging policy and what it tracks of each
@@ -63,14 +47,6 @@ type hedging struct {
 	delay      time.Duration // the fixed delay, or the floor under the percentile
 	percentile float64       // in (0, 100); 0 without one
 	writes     bool          // PUT and DELETE are hedged too
-}
-
-// destLatency is what hedging tracks of one destination.
-type destLatency struct {
-	counts [latencyBuckets]uint16
-	total  int    // the sum of counts
-	failed bool   // the last attempt failed (any failure class)
-	seen   uint64 // hedging.tick when last updated
 }
 
 // newHedging returns the hedging policy of cfg; nil when hedging is off.
@@ -393,70 +369,4 @@ func (h *hedging) entry(dest string) *destLatency {
 	}
 	e.seen = h.tick
 	return e
-}
-
-// add counts one latency, halving every count when the window is full.
-func (e *destLatency) add(d time.Duration) {
-	e.counts[latencyBucket(d)]++
-	e.total++
-	if e.total < hedgeWindow {
-		return
-	}
-	e.total = 0
-	for i := range e.counts {
-		e.counts[i] /= 2
-		e.total += int(e.counts[i])
-	}
-}
-
-// quantile returns the latency below which p percent of the counted ones
-// lie, interpolated within its bucket, less two standard deviations of
-// the sampling error on the count above it. Without that margin, a
-// destination whose latencies fall in two groups, the slower one about
-// 100−p percent of them (the very case hedging is for), has its estimate
-// jump between the groups with each new latency: half the time, the
-// hedge would wait for a slow answer's time. With it, the estimate stays
-// on the top of the fast group, at the cost, for latencies spread evenly,
-// of a percentile a little lower than asked (p93.6 for p95 over 1,000
-// latencies).
-func (e *destLatency) quantile(p float64) time.Duration {
-	above := (1 - p/100) * float64(e.total)
-	rank := max(float64(e.total)-above-2*math.Sqrt(above), 0)
-	var below float64
-	for i, n := range e.counts {
-		if n == 0 {
-			continue
-		}
-		if below+float64(n) >= rank {
-			lo, width := bucketBounds(i)
-			return lo + time.Duration((rank-below)/float64(n)*float64(width))
-		}
-		below += float64(n)
-	}
-	lo, width := bucketBounds(latencyBuckets - 1)
-	return lo + width
-}
-
-// latencyBucket returns the histogram bucket of latency d.
-func latencyBucket(d time.Duration) int {
-	v := uint64(max(d/time.Microsecond, 0))
-	if v < subBuckets {
-		return int(v)
-	}
-	e := bits.Len64(v) - 1 // v is in [2^e, 2^(e+1))
-	if e > maxLatencyExp {
-		return latencyBuckets - 1
-	}
-	sub := int(v>>(e-subBucketBits)) & (subBuckets - 1)
-	return (e-subBucketBits+1)*subBuckets + sub
-}
-
-// bucketBounds returns the lower bound and the width of bucket i.
-func bucketBounds(i int) (lo, width time.Duration) {
-	group, sub := i/subBuckets, i%subBuckets
-	if group == 0 {
-		return time.Duration(sub) * time.Microsecond, time.Microsecond
-	}
-	shift := group - 1 // e − subBucketBits
-	return time.Duration(uint64(subBuckets+sub)<<shift) * time.Microsecond, time.Duration(uint64(1)<<shift) * time.Microsecond
 }
