@@ -77,10 +77,15 @@ func (p *tailProvider) RoundTrip(req *http.Request) (*http.Response, error) {
 // destination has answered (only such a destination is hedged); p and ev,
 // when not nil, forget it.
 func (p *tailProvider) warm(tr http.RoundTripper, ev *events) {
+	p.warmAt(tr, "http://api.example/items/0", ev)
+}
+
+// warmAt is warm with a call to url.
+func (p *tailProvider) warmAt(tr http.RoundTripper, url string, ev *events) {
 	p.mu.Lock()
 	p.warming = true
 	p.mu.Unlock()
-	callOnce(tr, get("http://api.example/items/0"))
+	callOnce(tr, get(url))
 	p.mu.Lock()
 	p.warming = false
 	p.mu.Unlock()
@@ -629,5 +634,38 @@ func TestHedgeTrackerIsBounded(t *testing.T) {
 		if got := e.quantile(q.p); got < q.low || got > q.top {
 			t.Errorf("p%v = %v; want within [%v, %v]", q.p, got, q.low, q.top)
 		}
+	}
+}
+
+// TestHedgeOnlyWhereARouteTurnsItOn: a route hedges when its own Config
+// says so, and never inherits hedging from the Transport's Config.
+func TestHedgeOnlyWhereARouteTurnsItOn(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    Config
+		host   string
+		hedged bool
+	}{
+		{name: "the route's own", cfg: Config{Routes: []Route{{Host: "slow.example", Config: Config{HedgeDelay: 50 * time.Millisecond}}}},
+			host: "slow.example", hedged: true},
+		{name: "another host", cfg: Config{Routes: []Route{{Host: "slow.example", Config: Config{HedgeDelay: 50 * time.Millisecond}}}},
+			host: "other.example"},
+		{name: "not inherited", cfg: Config{HedgeDelay: 50 * time.Millisecond, Routes: []Route{{Host: "slow.example"}}},
+			host: "slow.example"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := &tailProvider{latency: slowFirst(time.Second, 20*time.Millisecond)}
+				cfg := tc.cfg
+				cfg.Base = p
+				tr := New(cfg)
+				// The destination answers once, so that only the policy decides.
+				p.warmAt(tr, "http://"+tc.host+"/items/0", nil)
+				c := callOnce(tr, get("http://"+tc.host+"/items/1"))
+				if c.out.Hedged != tc.hedged || p.count() != map[bool]int{false: 1, true: 2}[tc.hedged] {
+					t.Errorf("hedged %v with %d arrivals; want hedged %v", c.out.Hedged, p.count(), tc.hedged)
+				}
+			})
+		})
 	}
 }
