@@ -1,6 +1,7 @@
 package retrybudget
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -24,6 +25,14 @@ func (c *call) send() tried {
 		return tried{err: err, cancel: cancel, bodyErr: true}
 	}
 	resp, err := c.p.cfg.Base.RoundTrip(areq)
+	return c.classify(areq, tr, resp, err, cancel, start)
+}
+
+// classify reads what one attempt sent as areq (traced by tr, when traced)
+// got back, and classifies it; cancel releases the attempt's context and
+// start is when it began (zero when nothing reads it).
+func (c *call) classify(areq *http.Request, tr *attemptTrace, resp *http.Response, err error,
+	cancel context.CancelFunc, start time.Time) tried {
 	c.res = AttemptResult{Request: areq, Response: resp, Err: err, Repeatable: c.repeatable}
 	if c.readsEnd(resp) {
 		c.res.Now = c.p.clock.Now()
@@ -70,8 +79,8 @@ func (c *call) report(a *tried) {
 	}
 	recordOverload(c.p.cfg.Overload, c.p.clock, c.dest, a.err, a.start, a.end)
 	if obs := c.p.cfg.Observer.Attempt; obs != nil {
-		ev := AttemptEvent{Request: c.req, Route: c.p.routeName, Attempt: c.out.Attempts, Key: c.out.Key,
-			Class: a.cls.Class, Err: a.err, Start: a.start, Duration: a.end.Sub(a.start)}
+		ev := AttemptEvent{Request: c.req, Route: c.p.routeName, Attempt: cmp.Or(a.number, c.out.Attempts), Key: c.out.Key,
+			Class: a.cls.Class, Err: a.err, Start: a.start, Duration: a.end.Sub(a.start), Hedge: a.hedge}
 		if a.resp != nil {
 			ev.StatusCode = a.resp.StatusCode
 		}

@@ -86,6 +86,13 @@ type tried struct {
 	// an Overload that is not quiet for start, see readsEnd for end), and
 	// is zero otherwise.
 	start, end time.Time
+	// hedges is how many more copies of the request were sent while this
+	// one was in flight (see hedge.go), each an attempt of its own.
+	hedges int
+	// hedge reports that this attempt is such a copy; number, when not
+	// zero, is its number for the Observer (zero: the call's count).
+	hedge  bool
+	number int
 }
 
 // tracedCall is a call with room for its first attempt, allocated as one.

@@ -102,11 +102,6 @@ const (
 	HintNoRetry
 )
 
-// DefaultKeyHeader is the header that carries the idempotency key when
-// Config.KeyHeader, or DefaultClassifier.KeyHeader, is empty: the name the
-// IETF Idempotency-Key draft gives it.
-const DefaultKeyHeader = "Idempotency-Key"
-
 // DefaultClassifier is the Classifier the Transport uses when Config has
 // none. Its rules are the classification table in the README. The zero value
 // is ready to use.

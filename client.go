@@ -271,12 +271,13 @@ func (c *call) run() (*http.Response, error) {
 				return c.giveUp(nil, cause, stop, noCancel)
 			}
 		}
-		a := c.send()
+		a := c.sendHedged()
 		if a.bodyErr {
 			return c.giveUp(nil, a.err, ErrBodyNotReplayable, a.cancel)
 		}
-		c.out.Attempts += 1 + a.resends
-		c.record(a.cls, a.resp, a.resends > 0)
+		c.out.Attempts += 1 + a.resends + a.hedges
+		c.out.Hedged = c.out.Hedged || a.hedges > 0
+		c.record(a.cls, a.resp, a.resends+a.hedges > 0)
 		c.report(&a)
 		if a.cls.Class == ClassSuccess {
 			return c.finish(a.resp, a.cancel), nil

@@ -15,6 +15,7 @@ import (
 
 // Defaults applied to the zero fields of a Config.
 const (
+	DefaultKeyHeader     = "Idempotency-Key"
 	DefaultMaxAttempts   = schedule.DefaultMaxAttempts
 	DefaultBaseDelay     = schedule.DefaultBaseDelay
 	DefaultMaxDelay      = schedule.DefaultMaxDelay
@@ -84,6 +85,31 @@ type Config struct {
 	// while its body is read; it shrinks to the time left before the
 	// deadline. Zero means no per-attempt bound.
 	AttemptTimeout time.Duration
+
+	// HedgeDelay, when positive, hedges the first attempt of an idempotent
+	// call (GET, HEAD, OPTIONS and TRACE; PUT and DELETE with HedgeWrites):
+	// when it has no answer after HedgeDelay, one more copy is sent, the
+	// first answer is taken and the other copy cancelled. A hedge is an
+	// attempt like a retry: it spends the retry Budget, waits on the
+	// Limiter and counts against MaxAttempts. None is sent for a call that
+	// sends a key or has a ledger record, nor unless the destination's last
+	// attempt got an answer (see docs/hedging.md). With HedgePercentile
+	// set, it is the least delay. Zero means no hedging unless
+	// HedgePercentile is set.
+	HedgeDelay time.Duration
+	// HedgePercentile, in (0, 100), hedges after that percentile of the
+	// latencies the Transport has seen at the request's destination (95:
+	// only the slowest 5 % or so are hedged), once it has seen 32 of them;
+	// HedgeDelay, when set, is a floor under it. Zero, or a value outside
+	// (0, 100), means the fixed HedgeDelay alone.
+	HedgePercentile float64
+	// HedgeWrites extends hedging to PUT and DELETE, idempotent by RFC 9110
+	// §9.2.2 but not safe: set it only where the provider keeps that
+	// promise. False hedges GET, HEAD, OPTIONS and TRACE only.
+	HedgeWrites bool
+	// hedge is the hedging policy of the fields above and the latencies
+	// it tracks, made by withDefaults; nil when hedging is off.
+	hedge *hedging
 
 	// MaxBodyBuffer is the largest request body without GetBody that the
 	// Transport buffers to make it replayable. A larger one is sent once
@@ -227,6 +253,9 @@ func (c Config) withDefaults(clk clock) Config {
 	}
 	if c.Classifier == nil {
 		c.Classifier = DefaultClassifier{KeyHeader: c.KeyHeader}
+	}
+	if c.hedge == nil {
+		c.hedge = newHedging(&c)
 	}
 	return c
 }

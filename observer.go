@@ -95,7 +95,8 @@ type AttemptEvent struct {
 	Request *http.Request
 	// Route names the Route that matched the request; empty when none did.
 	Route string
-	// Attempt is the attempt's number, starting at 1.
+	// Attempt is the attempt's number, starting at 1. The two copies of a
+	// hedged attempt are numbered in the order they are reported.
 	Attempt int
 	// Key is the idempotency key sent, if any.
 	Key string
@@ -115,6 +116,14 @@ type AttemptEvent struct {
 	Start time.Time
 	// Duration is how long the attempt took.
 	Duration time.Duration
+	// Hedge reports a hedged copy: sent while the call's first attempt
+	// was still in flight (Config.HedgeDelay).
+	Hedge bool
+	// Canceled reports the copy of a hedged attempt that the Transport
+	// cancelled because the other copy answered first: no failure, never
+	// retried, left out of the Throttle. Its Class is ClassMaybeSent (it
+	// may have reached the provider) and its Err context.Canceled.
+	Canceled bool
 }
 
 // RetryEvent describes a retry about to be waited for.

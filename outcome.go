@@ -14,7 +14,8 @@ import (
 type Outcome struct {
 	// Class is the class of the last attempt.
 	Class Class
-	// Attempts is the number of attempts sent (or tried) to the provider.
+	// Attempts is the number of attempts sent (or tried) to the provider,
+	// a hedged copy included.
 	Attempts int
 	// Key is the idempotency key sent with every attempt; empty when the
 	// request carried none.
@@ -23,6 +24,9 @@ type Outcome struct {
 	// the provider: a success, a server error, or a transport failure after
 	// the request was written.
 	MaybeApplied bool
+	// Hedged reports that one of Attempts was a hedged copy, sent while
+	// the first attempt was still in flight (Config.HedgeDelay).
+	Hedged bool
 	// RetryAt is the earliest time worth trying again after a give-up: the
 	// provider's Retry-After when it sent one, else the next backoff
 	// delay. Zero on success and when retrying cannot help.

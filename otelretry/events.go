@@ -22,7 +22,7 @@ func (t *Telemetry) attempt(ev retrybudget.AttemptEvent) {
 	end := time.Now()
 	ctx := contextOf(ev.Request)
 	attrs := t.metricAttrs(ev.Request, 2)
-	attrs = append(attrs, ClassKey.String(ev.Class.String()))
+	attrs = append(attrs, attemptClass(ev))
 	if ev.StatusCode != 0 {
 		attrs = append(attrs, semconv.HTTPResponseStatusCode(ev.StatusCode))
 	}
@@ -32,6 +32,15 @@ func (t *Telemetry) attempt(ev retrybudget.AttemptEvent) {
 	if t.tracer != nil && ev.Request != nil {
 		t.attemptSpan(ctx, ev, end)
 	}
+}
+
+// attemptClass is the class attribute of an attempt: "canceled" for the
+// losing copy of a hedged attempt, else its Class.
+func attemptClass(ev retrybudget.AttemptEvent) attribute.KeyValue {
+	if ev.Canceled {
+		return ClassKey.String("canceled")
+	}
+	return ClassKey.String(ev.Class.String())
 }
 
 func (t *Telemetry) retry(ev retrybudget.RetryEvent) {

@@ -10,7 +10,10 @@ import (
 // Attribute keys of this package; the others come from the OpenTelemetry
 // semantic conventions.
 const (
-	// ClassKey is the attempt's retrybudget.Class, as Class.String names it.
+	// ClassKey is the attempt's retrybudget.Class, as Class.String names
+	// it, or "canceled" for the copy of a hedged attempt cancelled because
+	// the other answered first (AttemptEvent.Canceled), which is no
+	// failure.
 	ClassKey = attribute.Key("retrybudget.class")
 	// KeyKey is the idempotency key sent; only on spans, as it is unique
 	// per action.

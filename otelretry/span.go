@@ -45,11 +45,11 @@ func (t *Telemetry) attemptSpan(ctx context.Context, ev retrybudget.AttemptEvent
 	if ev.Attempt > 1 {
 		attrs = append(attrs, semconv.HTTPRequestResendCount(ev.Attempt-1))
 	}
-	attrs = append(attrs, ClassKey.String(ev.Class.String()))
+	attrs = append(attrs, attemptClass(ev))
 	if k := t.ids.Value(ev.Key); k != "" {
 		attrs = append(attrs, KeyKey.String(k))
 	}
-	failed := ev.Class != retrybudget.ClassSuccess || ev.StatusCode >= 400
+	failed := !ev.Canceled && (ev.Class != retrybudget.ClassSuccess || ev.StatusCode >= 400)
 	if failed {
 		attrs = append(attrs, errorType(ev))
 	}

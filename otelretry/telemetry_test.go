@@ -493,3 +493,34 @@ func TestNeverRecordsCredentials(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// The copy of a hedged attempt that the Transport cancelled because the
+// other answered first is counted as "canceled", and its span is not an
+// error: it did not fail.
+func TestHedgeCanceledCopyIsNoFailure(t *testing.T) {
+	h := newHarness(t, otelretry.Config{})
+	req, _ := http.NewRequest(http.MethodGet, "http://api.example/items/1", nil)
+	obs := h.tel.Observer()
+	obs.Attempt(retrybudget.AttemptEvent{Request: req, Attempt: 1, Class: retrybudget.ClassMaybeSent, Err: context.Canceled,
+		Canceled: true, Start: time.Now(), Duration: 30 * time.Millisecond})
+	obs.Attempt(retrybudget.AttemptEvent{Request: req, Attempt: 2, Class: retrybudget.ClassSuccess, StatusCode: 200,
+		Hedge: true, Start: time.Now(), Duration: 20 * time.Millisecond})
+
+	ms := h.metrics(t)
+	if got := count(t, ms, "retrybudget.attempts", otelretry.ClassKey.String("canceled")); got != 1 {
+		t.Errorf("canceled attempts = %d; want 1", got)
+	}
+	if got := count(t, ms, "retrybudget.attempts", otelretry.ClassKey.String("transport-maybe-sent")); got != 0 {
+		t.Errorf("transport-maybe-sent attempts = %d; want 0: the canceled copy is not a failure", got)
+	}
+	spans := h.spans.Ended()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans; want 2", len(spans))
+	}
+	if st := spans[0].Status(); st.Code == codes.Error {
+		t.Errorf("the canceled copy's span has status %v; want no error", st)
+	}
+	if _, ok := attr(spans[0], semconv.ErrorTypeKey); ok {
+		t.Errorf("the canceled copy's span has an error.type")
+	}
+}

@@ -81,7 +81,7 @@ func (l logObserver) attempt(ev retrybudget.AttemptEvent) {
 	if !ok {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 10)
+	attrs := make([]slog.Attr, 0, 12)
 	attrs = l.appendRequestAttrs(attrs, ev.Request)
 	attrs = append(attrs, slog.Int("attempt", ev.Attempt))
 	attrs = appendKey(attrs, l.ids.Value(ev.Key))
@@ -92,6 +92,14 @@ func (l logObserver) attempt(ev retrybudget.AttemptEvent) {
 	attrs = append(attrs, slog.Duration("duration", ev.Duration))
 	if ev.Err != nil {
 		attrs = append(attrs, slog.String("error", redact.ErrorText(ev.Err)))
+	}
+	if ev.Hedge {
+		attrs = append(attrs, slog.Bool("hedge", true))
+	}
+	if ev.Canceled {
+		// The copy of a hedged attempt that lost the race: its class and
+		// error say it was cancelled, not that it failed.
+		attrs = append(attrs, slog.Bool("canceled", true))
 	}
 	l.logger.LogAttrs(ctx, slog.LevelDebug, "retrybudget: attempt", attrs...)
 }

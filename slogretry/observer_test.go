@@ -207,6 +207,15 @@ func TestObserverEvents(t *testing.T) {
 		attrs: map[string]any{"attempt": 2.0, "key": "8254c329a92850f6", "class": "transport-not-sent",
 			"error": "dial tcp: connection refused", "duration": float64(3 * time.Millisecond)},
 	}, {
+		name: "hedged copy cancelled",
+		emit: func(o retrybudget.Observer) {
+			o.Attempt(retrybudget.AttemptEvent{Request: req, Attempt: 1, Class: retrybudget.ClassMaybeSent,
+				Err: context.Canceled, Duration: 30 * time.Millisecond, Hedge: true, Canceled: true})
+		},
+		level: "DEBUG", msg: "retrybudget: attempt",
+		attrs: map[string]any{"attempt": 1.0, "class": "transport-maybe-sent", "error": "context canceled",
+			"duration": float64(30 * time.Millisecond), "hedge": true, "canceled": true},
+	}, {
 		name: "retry with Retry-After",
 		emit: func(o retrybudget.Observer) {
 			o.Retry(retrybudget.RetryEvent{Request: req, Attempt: 3, Class: retrybudget.ClassCapacity,

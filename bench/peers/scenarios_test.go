@@ -31,6 +31,8 @@ func TestScenarios(t *testing.T) {
 	t.Run("outage", testOutage)
 	t.Run("retry-after beyond the deadline", testRetryAfter)
 	t.Run("lost response to a POST", testLostResponse)
+	t.Run("slow tail", testSlowTail)
+	t.Run("slow outage", testSlowOutage)
 }
 
 // counting is a loopback server that counts requests and new connections.
