@@ -37,7 +37,7 @@ func New(cfg Config) *Transport {
 // reaches them all.
 func newTransport(cfg Config, clk clock) *Transport {
 	cfg = cfg.withDefaults(clk)
-	return &Transport{policy: policy{cfg: cfg, clock: clk}, routes: newRoutes(cfg, clk)}
+	return &Transport{policy: policy{cfg: cfg, clock: clk, hedge: newHedging(cfg.HedgeDelay, cfg.HedgePercentile, cfg.HedgeWrites)}, routes: newRoutes(cfg, clk)}
 }
 
 // RoundTrip implements http.RoundTripper. It never modifies req. Any

@@ -107,9 +107,6 @@ type Config struct {
 	// §9.2.2 but not safe: set it only where the provider keeps that
 	// promise. False hedges GET, HEAD, OPTIONS and TRACE only.
 	HedgeWrites bool
-	// hedge is the hedging policy of the fields above and the latencies
-	// it tracks, made by withDefaults; nil when hedging is off.
-	hedge *hedging
 
 	// MaxBodyBuffer is the largest request body without GetBody that the
 	// Transport buffers to make it replayable. A larger one is sent once
@@ -253,9 +250,6 @@ func (c Config) withDefaults(clk clock) Config {
 	}
 	if c.Classifier == nil {
 		c.Classifier = DefaultClassifier{KeyHeader: c.KeyHeader}
-	}
-	if c.hedge == nil {
-		c.hedge = newHedging(&c)
 	}
 	return c
 }

@@ -3,7 +3,6 @@ package retrybudget
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -26,42 +25,6 @@ import (
 //   - it counts against MaxAttempts, spends a retry credit of the Budget
 //     and waits on the Limiter, as a retry would.
 
-// Bounds of the hedging state, which a Transport keeps per destination.
-const (
-	// hedgeMinSamples is how many latencies a destination needs before
-	// its percentile is trusted; until then it is not hedged.
-	hedgeMinSamples = 32
-	// hedgeDestinations caps the destinations a Transport tracks; the
-	// least recently seen gives way to a new one.
-	hedgeDestinations = 128
-)
-
-// hedging is a Transport's hedging policy and what it tracks of each
-// destination: its recent latencies and whether its last attempt failed.
-// Memory is bounded: hedgeDestinations × about 820 bytes.
-type hedging struct {
-	mu    sync.Mutex // guards dests and tick
-	dests map[string]*destLatency
-	tick  uint64 // counts updates, to find the least recently seen
-
-	delay      time.Duration // the fixed delay, or the floor under the percentile
-	percentile float64       // in (0, 100); 0 without one
-	writes     bool          // PUT and DELETE are hedged too
-}
-
-// newHedging returns the hedging policy of cfg; nil when hedging is off.
-func newHedging(cfg *Config) *hedging {
-	p := cfg.HedgePercentile
-	if !(p > 0 && p < 100) {
-		p = 0
-	}
-	if cfg.HedgeDelay <= 0 && p == 0 {
-		return nil
-	}
-	return &hedging{dests: map[string]*destLatency{}, delay: max(cfg.HedgeDelay, 0), percentile: p,
-		writes: cfg.HedgeWrites}
-}
-
 // hedgeable reports whether the call may be hedged at all: an idempotent
 // method that the policy covers, no key sent and no ledger record. A
 // traced call is one that sends a key, has a ledger record or is not
@@ -83,7 +46,7 @@ func (c *call) hedgeable(h *hedging) bool {
 // destination allow it, else as send does. Either way the destination's
 // state learns how the attempt ended.
 func (c *call) sendHedged() tried {
-	h := c.p.cfg.hedge
+	h := c.p.hedge
 	if h == nil {
 		return c.send()
 	}
@@ -289,84 +252,4 @@ func (c *call) hedgeTimer(d time.Duration) (<-chan struct{}, context.CancelFunc)
 		}
 	}()
 	return fire, stop
-}
-
-// delayFor returns the hedge delay for a call to dest, and false when the
-// call is not to be hedged: the destination's last attempt failed, none is
-// known, or its percentile is asked for and not yet known.
-func (h *hedging) delayFor(dest string) (time.Duration, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e := h.dests[dest]
-	switch {
-	case e == nil || e.failed:
-		// Only a destination whose last attempt got an answer is hedged:
-		// not one failing, nor one not heard from, which may be down.
-		return 0, false
-	case h.percentile == 0:
-		return h.delay, true
-	case e.total < hedgeMinSamples:
-		return 0, false
-	}
-	return max(e.quantile(h.percentile), h.delay), true
-}
-
-// failing reports whether the last attempt to dest failed.
-func (h *hedging) failing(dest string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e := h.dests[dest]
-	return e != nil && e.failed
-}
-
-// observe records how an attempt to dest of class cls ended: an answer
-// (a success or a rejection) clears the failure mark and, when timed, adds
-// its latency took; any failure class sets the mark.
-func (h *hedging) observe(dest string, cls Class, took time.Duration, timed bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e := h.entry(dest)
-	switch cls {
-	case ClassSuccess, ClassBusiness:
-		e.failed = false
-		if timed && h.percentile > 0 {
-			e.add(took)
-		}
-	default:
-		e.failed = true
-	}
-}
-
-// censored adds the latency of a first attempt cancelled after took: it
-// would have taken at least that long.
-func (h *hedging) censored(dest string, took time.Duration) {
-	if h.percentile == 0 {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.entry(dest).add(took)
-}
-
-// entry returns dest's state, making room for it when it is new. It
-// requires that h.mu is held.
-func (h *hedging) entry(dest string) *destLatency {
-	h.tick++
-	e := h.dests[dest]
-	if e == nil {
-		if len(h.dests) >= hedgeDestinations {
-			var oldest string
-			var seen uint64
-			for d, x := range h.dests {
-				if oldest == "" || x.seen < seen {
-					oldest, seen = d, x.seen
-				}
-			}
-			delete(h.dests, oldest)
-		}
-		e = &destLatency{}
-		h.dests[dest] = e
-	}
-	e.seen = h.tick
-	return e
 }

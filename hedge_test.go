@@ -600,7 +600,7 @@ func TestHedgeCallerCancelEndsBothCopies(t *testing.T) {
 // number of destinations are capped, the least recently seen destination
 // giving way, and a destination's percentile follows its latencies.
 func TestHedgeTrackerIsBounded(t *testing.T) {
-	h := newHedging(&Config{HedgePercentile: 95})
+	h := newHedging(0, 95, false)
 	for i := range 10 * hedgeDestinations {
 		h.observe(fmt.Sprintf("host-%d", i), ClassSuccess, time.Millisecond, true)
 		h.observe("busy", ClassSuccess, time.Millisecond, true)

@@ -17,6 +17,9 @@ type policy struct {
 	gaveUp giveUps
 	// keys makes the keys of calls that carry none.
 	keys keyMint
+	// hedge is the hedging policy of cfg's Hedge fields and the latencies
+	// it tracks; nil when hedging is off.
+	hedge *hedging
 }
 
 // inherit fills the fields of a route's cfg that a route shares with its

@@ -27,11 +27,14 @@ func newRoutes(parent Config, clk clock) []route {
 		host := strings.ToLower(r.Host)
 		suffix := strings.HasPrefix(host, "*.")
 		host = strings.TrimPrefix(host, "*")
+		// The Route's auxiliary paths share its hedging, as they share
+		// its Config.
+		hedge := newHedging(cfg.HedgeDelay, cfg.HedgePercentile, cfg.HedgeWrites)
 		rs = append(rs, route{host: host, suffix: suffix, prefix: r.PathPrefix,
-			p: &policy{cfg: cfg, clock: clk, routeName: name, noAction: r.NoAction}})
+			p: &policy{cfg: cfg, clock: clk, routeName: name, noAction: r.NoAction, hedge: hedge}})
 		for _, p := range r.Auxiliary {
 			rs = append(rs, route{host: host, suffix: suffix, prefix: p,
-				p: &policy{cfg: cfg, clock: clk, routeName: name, noAction: true}})
+				p: &policy{cfg: cfg, clock: clk, routeName: name, noAction: true, hedge: hedge}})
 		}
 	}
 	return rs
