@@ -18,6 +18,6 @@ const (
 	CutAfter
 )
 
-var cutNames = [...]string{"none", "before the statement", "torn statement", "after the commit"}
+var cutNames = [...]string{"none", "before it is sent", "torn in transit", "after it committed"}
 
 func (c Cut) String() string { return cutNames[c] }

@@ -182,8 +182,18 @@ func (s simStore) do(ctx context.Context, pt point, op func(context.Context, led
 		return errDead
 	}
 	var err error
+	stall := r.take(ctx, pt, false, faultStall) != nil
+	start := time.Now()
+	defer func() {
+		if took := time.Since(start); took > r.w.Lease/3 {
+			r.Logf("store: %s took %v: %v", pt, took.Round(time.Millisecond), err)
+		}
+	}()
 	switch {
-	case r.take(ctx, pt, false, faultStall) != nil:
+	case stall && r.w.Stall != nil:
+		r.w.Stall(r)
+		err = op(ctx, r.store)
+	case stall:
 		err = r.stalled(ctx, func(ctx context.Context) error { return op(ctx, r.store) })
 	case r.w.Cut != nil:
 		err = r.cut(ctx, pt, op)
@@ -266,12 +276,6 @@ func (s simStore) MarkSending(ctx context.Context, k ledger.Key, token int64) er
 		e := st.MarkSending(ctx, k, token)
 		if e == nil {
 			s.p.r.marked(k)
-		} else if s.p.r.w.Cut != nil && !errors.Is(e, ledger.ErrNotOwner) {
-			// A cut connection may have lost the answer of a mark that
-			// was written: the record tells.
-			if rec, err := s.p.r.store.Get(context.WithoutCancel(ctx), k); err == nil && rec.Sending {
-				s.p.r.marked(k)
-			}
 		}
 		return e
 	})

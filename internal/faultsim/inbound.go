@@ -141,7 +141,7 @@ func (r *Run) runInbound() {
 			guard.ServeHTTP(rec, inboundRequest(i))
 			r.Logf("client: key %d retried mid-handler: %d %s", i, rec.Code, rec.Header().Get("Content-Type"))
 		}
-		if run == 0 && k.CommitCut != 0 {
+		if run == 0 && k.CommitCut != 0 && status < 300 { // a failed answer rolls back: no COMMIT
 			r.Logf("FAULT key %d run 0: COMMIT cut %s", i, k.CommitCut)
 			tw.CutCommit(k.CommitCut)
 		}

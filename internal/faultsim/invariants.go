@@ -32,7 +32,7 @@ func (r *Run) checkCall(res callResult) {
 			"action %d run %d: the provider applied %d of this call's sends; its caller got reason %v with MaybeApplied false (repeated %v)",
 			a, res.ci.run, applied, o.Reason, o.Repeated)
 	}
-	if errors.Is(o.Reason, retrybudget.ErrUncertain) && arrivals == 0 && marks == 0 {
+	if errors.Is(o.Reason, retrybudget.ErrUncertain) && arrivals == 0 && marks == 0 && !r.markedInStore(a) {
 		r.violate("unsent action reported as uncertain",
 			"action %d run %d: ErrUncertain, but nothing ever reached the provider and no owner marked it as sending", a, res.ci.run)
 	}
@@ -44,6 +44,15 @@ func (r *Run) checkCall(res callResult) {
 		r.violate("unavailable limiter reported as a rate limit",
 			"action %d run %d: the limiter only failed (%d errors, no refusal), the caller got ErrRateLimited", a, res.ci.run, limErrs)
 	}
+}
+
+// markedInStore reports whether action a's record is marked as sending: a
+// mark whose caller never learned it was written (its connection cut, or
+// its context ended while the store ran it) counts as a mark, since it
+// tells the next owner that a request may have left.
+func (r *Run) markedInStore(a int) bool {
+	rec, err := r.store.Get(context.Background(), simActionKey(a))
+	return err == nil && rec.Sending
 }
 
 // checkEnd checks the state a schedule leaves once every job is done and a
@@ -104,7 +113,7 @@ func (r *Run) checkEnd() {
 			r.violate("applied action recorded as not applied",
 				"action %d: the provider got %d of its requests, the record (%s) is not marked as sending", a, arrivals, rec.State)
 		}
-		if rec.State == ledger.StateUncertain && arrivals == 0 && marks == 0 {
+		if rec.State == ledger.StateUncertain && arrivals == 0 && marks == 0 && !rec.Sending {
 			r.violate("unsent action recorded as uncertain",
 				"action %d: uncertain (%q), but nothing ever reached the provider and no owner marked it as sending", a, rec.Reason)
 		}

@@ -64,6 +64,12 @@ type World struct {
 	// commit cuts, and its lost replies are real ones (CutAfter) instead
 	// of the simulated errLostReply.
 	Cut func(ctx context.Context, r *Run, c Cut, op func(context.Context, ledger.Store) error) error
+	// Stall, when set, stalls the world's store for a lease and a half
+	// from now, for real: a statement sent meanwhile waits in the store
+	// and runs when the stall ends, whether its caller still waits or not.
+	// Nil means the simulator runs the stalled call itself a lease and a
+	// half late.
+	Stall func(r *Run)
 	// Tx, when set, gives the inbound workload's Atomic schedules the
 	// world's own transactions (ledger.Atomic) instead of transactions in
 	// memory.

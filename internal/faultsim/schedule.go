@@ -27,7 +27,8 @@ import (
 //     an Atomic handler's COMMIT is cut before it is sent or after it
 //     ran (World.Tx only);
 //   - a store call stalls longer than the lease (it still runs, late, as a
-//     frozen Redis runs the command once it wakes);
+//     frozen Redis runs the command once it wakes; World.Stall stalls the
+//     store itself, as a lock held in PostgreSQL does);
 //   - a second delivery of the same job races the owner at a step, and
 //     the job queue delivers a finished job once more later;
 //   - a Monitor sweep with its Reconciler races the owner at a step, and a
@@ -284,7 +285,7 @@ func drawSchedule(seed int64, w *World) *Schedule {
 			kinds[faultLag] = 20
 		}
 		if w.Cut != nil {
-			kinds = append(kinds, 15) // faultCut
+			kinds = append(kinds, 25) // faultCut
 		}
 		if f.Point == atSend { // the provider is no store: no reply lost, no stall, no cut
 			kinds[faultLostReply], kinds[faultStall], kinds[faultLag] = 0, 0, 0
