@@ -20,4 +20,5 @@ const (
 
 var cutNames = [...]string{"none", "before it is sent", "torn in transit", "after it committed"}
 
+// String names the cut for a schedule and its trace.
 func (c Cut) String() string { return cutNames[c] }
