@@ -16,6 +16,8 @@ import (
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
+// The simulator's flags, registered in every test binary that imports the
+// package (only tests do) and only read after flag.Parse.
 var (
 	seedFlag      = flag.Int64("sim.seed", 0, "TestSimulation: run only the schedule of this seed")
 	schedulesFlag = flag.Int("sim.schedules", 0, "TestSimulation: schedules per store (zero: the CI budget, or the long one with RETRYBUDGET_LONG=1)")
