@@ -2,13 +2,16 @@ package pgtest
 
 import (
 	"bytes"
+	"encoding/binary"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 )
 
-// CutMode says what an armed CutProxy does to the first COMMIT it sees.
+// CutMode says what an armed CutProxy does to the first COMMIT, or the
+// first statement, it sees.
 type CutMode int32
 
 // The modes of a CutProxy.
@@ -21,13 +24,27 @@ const (
 	// CutAfterCommit forwards COMMIT, then closes both sides instead of
 	// forwarding its answer: the commit ran, and the client cannot know it.
 	CutAfterCommit
+	// CutBeforeStatement closes both sides instead of forwarding the next
+	// statement (an Execute or a simple Query message): it never runs.
+	CutBeforeStatement
+	// CutTornStatement forwards the first half of the next statement's
+	// message, then closes both sides: the server reads a torn message
+	// and runs nothing.
+	CutTornStatement
+	// CutAfterStatement forwards the next statement, then closes both
+	// sides instead of forwarding its answer: the statement ran, and, on
+	// its own outside a transaction, committed (the server answers an
+	// implicit transaction's statement only after its commit).
+	CutAfterStatement
 )
 
 // CutProxy is a TCP proxy in front of PostgreSQL that breaks the first
-// connection sending COMMIT once armed, as its CutMode says, then passes
-// everything through again. pgx sends a transaction's COMMIT as a
-// simple-protocol Query message whose text is "commit". Clients must
-// connect in plain text (no TLS) for the proxy to see it.
+// connection sending COMMIT, or any statement, once armed, as its CutMode
+// says, then passes everything through again. It reads the frontend
+// protocol message by message: pgx sends a transaction's COMMIT as a
+// simple-protocol Query message whose text is "commit", and a statement
+// with arguments as Bind, Execute and Sync. Clients must connect in plain
+// text (no TLS) for the proxy to see them.
 type CutProxy struct {
 	ln     net.Listener
 	target string
@@ -54,7 +71,8 @@ func StartCutProxy(t testing.TB, target string) *CutProxy {
 // Addr returns the proxy's address, for the client to connect to.
 func (p *CutProxy) Addr() *net.TCPAddr { return p.ln.Addr().(*net.TCPAddr) }
 
-// Arm makes the proxy cut the next COMMIT as m says.
+// Arm makes the proxy cut the next COMMIT or statement as m says;
+// PassThrough disarms it.
 func (p *CutProxy) Arm(m CutMode) { p.mode.Store(int32(m)) }
 
 // Cuts returns how many connections the proxy has cut.
@@ -87,36 +105,11 @@ func (p *CutProxy) serve() {
 		mu.Lock()
 		open = append(open, client, server)
 		mu.Unlock()
-		var swallow atomic.Bool // set once COMMIT went through in CutAfterCommit
+		var swallow atomic.Bool // set once the cut message went through in an After mode
 		conns.Go(func() {
 			defer server.Close()
-			buf := make([]byte, 64<<10)
-			for {
-				n, err := client.Read(buf)
-				if n > 0 {
-					chunk := buf[:n]
-					if bytes.Contains(chunk, []byte("commit\x00")) {
-						switch CutMode(p.mode.Load()) {
-						case CutBeforeCommit:
-							if p.mode.CompareAndSwap(int32(CutBeforeCommit), int32(PassThrough)) {
-								p.cuts.Add(1)
-								client.Close()
-								return
-							}
-						case CutAfterCommit:
-							if p.mode.CompareAndSwap(int32(CutAfterCommit), int32(PassThrough)) {
-								swallow.Store(true)
-							}
-						}
-					}
-					if _, err := server.Write(chunk); err != nil {
-						return
-					}
-				}
-				if err != nil {
-					return
-				}
-			}
+			defer client.Close()
+			p.forward(client, server, &swallow)
 		})
 		conns.Go(func() {
 			defer client.Close()
@@ -124,7 +117,8 @@ func (p *CutProxy) serve() {
 			for {
 				n, err := server.Read(buf)
 				if n > 0 && swallow.Load() {
-					// The server answered COMMIT: it ran. Lose the answer.
+					// The server answered the cut message: it ran. Lose
+					// the answer.
 					p.cuts.Add(1)
 					server.Close()
 					return
@@ -140,4 +134,108 @@ func (p *CutProxy) serve() {
 			}
 		})
 	}
+}
+
+// Frontend protocol facts (PostgreSQL protocol, "Message Formats"): the
+// first message (and one after an SSL or GSS encryption request the server
+// declined) has no type byte; every later one is a type byte and a
+// big-endian int32 length that counts itself.
+const (
+	sslRequest    = 80877103
+	gssEncRequest = 80877104
+	maxMessage    = 1 << 30
+)
+
+// forward copies the client's messages to the server one by one, and
+// applies the armed cut to the first message it matches. It returns when
+// either side closes, or after a cut.
+func (p *CutProxy) forward(client, server net.Conn, swallow *atomic.Bool) {
+	startup := true
+	var hdr [5]byte
+	for {
+		var msg []byte
+		if startup {
+			if _, err := io.ReadFull(client, hdr[:4]); err != nil {
+				return
+			}
+			n := binary.BigEndian.Uint32(hdr[:4])
+			if n < 4 || n > maxMessage {
+				return
+			}
+			msg = make([]byte, n)
+			copy(msg, hdr[:4])
+			if _, err := io.ReadFull(client, msg[4:]); err != nil {
+				return
+			}
+			if len(msg) < 8 {
+				startup = false
+			} else if code := binary.BigEndian.Uint32(msg[4:8]); code != sslRequest && code != gssEncRequest {
+				startup = false
+			}
+		} else {
+			if _, err := io.ReadFull(client, hdr[:]); err != nil {
+				return
+			}
+			n := binary.BigEndian.Uint32(hdr[1:])
+			if n < 4 || n > maxMessage {
+				return
+			}
+			msg = make([]byte, 1+n)
+			copy(msg, hdr[:])
+			if _, err := io.ReadFull(client, msg[5:]); err != nil {
+				return
+			}
+			switch p.cut(msg) {
+			case cutDrop:
+				return
+			case cutTear:
+				_, _ = server.Write(msg[:len(msg)/2])
+				return
+			case cutSwallow:
+				swallow.Store(true)
+			}
+		}
+		if _, err := server.Write(msg); err != nil {
+			return
+		}
+	}
+}
+
+// cutAction is what forward does with one message.
+type cutAction int
+
+const (
+	cutNone    cutAction = iota
+	cutDrop              // close without forwarding it
+	cutTear              // forward half of it, then close
+	cutSwallow           // forward it, and lose the server's answer
+)
+
+// cut returns what to do with msg, a typed frontend message, and disarms
+// the proxy when msg is the one it was armed for.
+func (p *CutProxy) cut(msg []byte) cutAction {
+	m := CutMode(p.mode.Load())
+	if m == PassThrough {
+		return cutNone
+	}
+	statement := msg[0] == 'E' || msg[0] == 'Q'
+	commit := msg[0] == 'Q' && bytes.EqualFold(bytes.TrimRight(msg[5:], "\x00; "), []byte("commit"))
+	var a cutAction
+	switch {
+	case m == CutBeforeCommit && commit, m == CutBeforeStatement && statement:
+		a = cutDrop
+	case m == CutTornStatement && statement:
+		a = cutTear
+	case m == CutAfterCommit && commit, m == CutAfterStatement && statement:
+		a = cutSwallow
+	default:
+		return cutNone
+	}
+	if !p.mode.CompareAndSwap(int32(m), int32(PassThrough)) {
+		return cutNone // another connection took the cut
+	}
+	if a != cutSwallow {
+		p.cuts.Add(1)
+	}
+	return a
 }

@@ -1,4 +1,4 @@
-package retrybudget_test
+package faultsim
 
 import (
 	"fmt"
@@ -19,9 +19,16 @@ import (
 //     write: Reserve, the sending mark, an attempt record, settling, a lease
 //     renewal; before the provider got the request, or after it applied it
 //     and before it answered);
-//   - a store reply is lost after the write happened;
+//   - a store reply is lost after the write happened (where the world
+//     has real connections, World.Cut: the connection is cut once the
+//     statement committed);
+//   - the connection of a store call is cut before the statement or
+//     while it is in transit, so it never commits (World.Cut only), and
+//     an Atomic handler's COMMIT is cut before it is sent or after it
+//     ran (World.Tx only);
 //   - a store call stalls longer than the lease (it still runs, late, as a
-//     frozen Redis runs the command once it wakes);
+//     frozen Redis runs the command once it wakes; World.Stall stalls the
+//     store itself, as a lock held in PostgreSQL does);
 //   - a second delivery of the same job races the owner at a step, and
 //     the job queue delivers a finished job once more later;
 //   - a Monitor sweep with its Reconciler races the owner at a step, and a
@@ -68,9 +75,10 @@ const (
 	faultRaceWorker                  // a second delivery of the job runs to its end
 	faultRaceSweep                   // a Monitor sweep with its Reconciler runs
 	faultLag                         // replicas stop acknowledging, then catch up or fail over
+	faultCut                         // the store call's connection is cut before or while it commits
 )
 
-var faultNames = [...]string{"die", "lost-reply", "stall", "race-worker", "race-sweep", "replica-lag"}
+var faultNames = [...]string{"die", "lost-reply", "stall", "race-worker", "race-sweep", "replica-lag", "commit-cut"}
 
 func (k faultKind) String() string { return faultNames[k] }
 
@@ -84,6 +92,8 @@ type fault struct {
 	// Failover, for faultLag, promotes a replica when the lag ends
 	// instead of letting it catch up.
 	Failover bool
+	// Cut, for faultCut, is where the connection breaks.
+	Cut Cut
 }
 
 func (f fault) String() string {
@@ -94,6 +104,9 @@ func (f fault) String() string {
 	s := fmt.Sprintf("%s %s %s of action %d run %d", f.Kind, when, f.Point, f.Action, f.Run)
 	if f.Kind == faultLag {
 		s += map[bool]string{true: " then failover", false: " then catch-up"}[f.Failover]
+	}
+	if f.Kind == faultCut {
+		s += " (" + f.Cut.String() + ")"
 	}
 	return s
 }
@@ -145,8 +158,8 @@ type simAction struct {
 	Again bool
 }
 
-// schedule is one drawn run.
-type schedule struct {
+// Schedule is one drawn run.
+type Schedule struct {
 	Seed int64
 	// Honours: the provider deduplicates by Idempotency-Key, and the
 	// Transport is told so (KeysHonoured); else it honours none and the
@@ -198,9 +211,9 @@ type schedule struct {
 const floodSize = 12_000
 
 // drawSchedule draws the schedule of seed for world w.
-func drawSchedule(seed int64, w *simWorld) *schedule {
+func drawSchedule(seed int64, w *World) *Schedule {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
-	L := w.lease
+	L := w.Lease
 	pick := func(ps ...float64) int { // index drawn with weights ps
 		x := rng.Float64() * sum(ps)
 		for i, p := range ps {
@@ -211,9 +224,9 @@ func drawSchedule(seed int64, w *simWorld) *schedule {
 		}
 		return len(ps) - 1
 	}
-	s := &schedule{Seed: seed}
-	if w.inbound && rng.IntN(4) == 0 {
-		s.Inbound = drawInbound(rng)
+	s := &Schedule{Seed: seed}
+	if w.Inbound && rng.IntN(4) == 0 {
+		s.Inbound = drawInbound(rng, w)
 		return s
 	}
 	s.Honours = rng.IntN(2) == 0
@@ -229,14 +242,14 @@ func drawSchedule(seed int64, w *simWorld) *schedule {
 		s.OutageFrom = time.Duration(rng.Int64N(int64(L)))
 		s.OutageLen = L/10 + time.Duration(rng.Int64N(int64(L)))
 	}
-	if w.limiter != nil && s.Limit > 0 {
+	if w.Limiter != nil && s.Limit > 0 {
 		s.FairQueue = rng.IntN(2) == 0
 		s.LimiterLatency = []time.Duration{0, L / 8, L / 4}[rng.IntN(3)]
 	}
 	if s.SDK && s.Limit == 0 && rng.IntN(30) == 0 { // a flood at 2/s would take hours
 		s.Flood = floodSize
 	}
-	s.WaitReplicas = w.replicas && rng.IntN(2) == 0
+	s.WaitReplicas = w.Replicas && rng.IntN(2) == 0
 	s.NoLedger = !s.WaitReplicas && rng.IntN(5) == 0
 	s.GetBody = rng.IntN(2) == 0
 	n := 2 + rng.IntN(3)
@@ -271,8 +284,14 @@ func drawSchedule(seed int64, w *simWorld) *schedule {
 		if s.WaitReplicas {
 			kinds[faultLag] = 20
 		}
-		if f.Point == atSend { // the provider is no store: no reply lost, no stall
+		if w.Cut != nil {
+			kinds = append(kinds, 25) // faultCut
+		}
+		if f.Point == atSend { // the provider is no store: no reply lost, no stall, no cut
 			kinds[faultLostReply], kinds[faultStall], kinds[faultLag] = 0, 0, 0
+			if w.Cut != nil {
+				kinds[faultCut] = 0
+			}
 		}
 		f.Kind = faultKind(pick(kinds...))
 		switch f.Kind {
@@ -282,6 +301,8 @@ func drawSchedule(seed int64, w *simWorld) *schedule {
 			f.After = false
 		case faultLag:
 			f.Failover = rng.IntN(2) == 0
+		case faultCut:
+			f.After, f.Cut = false, []Cut{CutBefore, CutTorn}[rng.IntN(2)]
 		}
 		s.Faults = append(s.Faults, f)
 	}
@@ -297,7 +318,7 @@ func sum(xs []float64) float64 {
 }
 
 // String prints the schedule, one fact per line, for a violation's report.
-func (s *schedule) String() string {
+func (s *Schedule) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seed %d\n", s.Seed)
 	if s.Inbound != nil {

@@ -1,4 +1,4 @@
-package retrybudget_test
+package faultsim
 
 // The simulated workload: worker processes, the job queue that drives
 // each action, and the caller (an SDK, when the schedule says so) of one
@@ -24,7 +24,7 @@ import (
 // simProc is one worker process: a Transport over the shared store and
 // provider. A dead process reaches neither again, and its calls end.
 type simProc struct {
-	r  *simRun
+	r  *Run
 	id int
 	tr *retrybudget.Transport
 
@@ -38,7 +38,7 @@ type simProc struct {
 }
 
 // newProc starts a worker process.
-func (r *simRun) newProc() *simProc {
+func (r *Run) newProc() *simProc {
 	r.mu.Lock()
 	r.nprocs++
 	p := &simProc{r: r, id: r.nprocs, calls: map[int64]context.CancelFunc{}}
@@ -48,7 +48,7 @@ func (r *simRun) newProc() *simProc {
 		Base: procBase{p}, KeysHonoured: s.Honours, OmitKey: !s.Honours, Jitter: -1,
 		Budget: budget.Unlimited{}, Limiter: r.lim,
 		Ledger: retrybudget.LedgerConfig{Store: simStore{p}, Owner: "proc-" + strconv.Itoa(p.id),
-			Lease: r.w.lease, Reconciler: r.reconciler(s.Reconciler)},
+			Lease: r.w.Lease, Reconciler: r.reconciler(s.Reconciler)},
 	}
 	if s.NoLedger {
 		cfg.Ledger = retrybudget.LedgerConfig{}
@@ -58,7 +58,7 @@ func (r *simRun) newProc() *simProc {
 }
 
 // proc returns the live process of slot, starting one when it died.
-func (r *simRun) proc(slot int) *simProc {
+func (r *Run) proc(slot int) *simProc {
 	r.mu.Lock()
 	p := r.procs[slot]
 	r.mu.Unlock()
@@ -90,7 +90,7 @@ func (p *simProc) die() {
 	calls := p.calls
 	p.calls = nil
 	p.mu.Unlock()
-	p.r.logf("process %d dies", p.id)
+	p.r.Logf("process %d dies", p.id)
 	for _, cancel := range calls {
 		cancel()
 	}
@@ -117,10 +117,10 @@ const maxRuns = 4
 
 // run runs the schedule's jobs, one per action, and then checks the end
 // state.
-func (r *simRun) run() {
+func (r *Run) run() {
 	var mon *ledger.Monitoring
 	if r.s.Monitor != recNone {
-		mon = ledger.Monitor(context.Background(), ledger.MonitorConfig{Store: r.store, Every: r.w.lease / 2,
+		mon = ledger.Monitor(context.Background(), ledger.MonitorConfig{Store: r.store, Every: r.w.Lease / 2,
 			Reconciler: r.reconciler(r.s.Monitor), Owner: "monitor", Report: r.report})
 	}
 	var jobs sync.WaitGroup
@@ -132,7 +132,7 @@ func (r *simRun) run() {
 		go func() {
 			defer jobs.Done()
 			time.Sleep(l.At)
-			r.logf("FAULT replica-lag, then failover %v", l.Failover)
+			r.Logf("FAULT replica-lag, then failover %v", l.Failover)
 			r.lag(r, l.Failover)
 		}()
 	}
@@ -155,7 +155,7 @@ func (r *simRun) run() {
 // succeeds, follows the library's advice on a failure (come back at
 // RetryAt; an uncertain outcome is an operator's), and delivers it again
 // after a lease when its worker died.
-func (r *simRun) job(a int) {
+func (r *Run) job(a int) {
 	time.Sleep(r.s.Actions[a].Start)
 	r.deliver(a)
 	if r.s.Actions[a].Again {
@@ -163,14 +163,14 @@ func (r *simRun) job(a int) {
 		r.mu.Lock()
 		r.raced[a] = true // a duplicate: the provider's key or the ledger must absorb it
 		r.mu.Unlock()
-		r.logf("queue: action %d delivered again", a)
+		r.Logf("queue: action %d delivered again", a)
 		r.call(a, maxRuns+1, r.proc(a%len(r.procs)))
 	}
 }
 
 // deliver runs one delivery of action a's job to its end.
-func (r *simRun) deliver(a int) {
-	L := r.w.lease
+func (r *Run) deliver(a int) {
+	L := r.w.Lease
 	for run := 1; run <= maxRuns; run++ {
 		res := r.call(a, run, r.proc((a+run-1)%len(r.procs)))
 		if res.died {
@@ -206,7 +206,7 @@ type callResult struct {
 // call makes one call of action a (an SDK call, with its re-sends) in
 // process p, and checks what its caller saw. run 0 is a racing delivery,
 // on which no fault strikes.
-func (r *simRun) call(a, run int, p *simProc) callResult {
+func (r *Run) call(a, run int, p *simProc) callResult {
 	ci := &callInfo{action: a, run: run, id: r.ids.Add(1), proc: p}
 	ctx := context.WithValue(context.Background(), callInfoKey{}, ci)
 	ctx = retrybudget.WithAction(ctx, simActionKey(a))
@@ -242,14 +242,14 @@ func (r *simRun) call(a, run int, p *simProc) callResult {
 		r.mu.Lock()
 		late := end.Sub(deadline) - ci.hookTime
 		r.mu.Unlock()
-		if !deadline.IsZero() && late > r.w.slack {
+		if !deadline.IsZero() && late > r.w.Slack {
 			r.violate("deadline", "action %d run %d send %d: RoundTrip returned %v after its deadline (slack %v)",
-				a, run, n, late, r.w.slack)
+				a, run, n, late, r.w.Slack)
 		}
 		res.out, _ = captured.Last()
 		res.ok = err == nil && status < 300
 		o := res.out
-		r.logf("call: action %d run %d send %d (proc %d): status %d reason %v maybeApplied %v replayed %v repeated %v retryAt %v",
+		r.Logf("call: action %d run %d send %d (proc %d): status %d reason %v maybeApplied %v replayed %v repeated %v retryAt %v",
 			a, run, n, p.id, status, o.Reason, o.MaybeApplied, o.Replayed, o.Repeated, relTime(r.start, o.RetryAt))
 		if !r.s.SDK || n == 2 || !sdkRetries(status, err) {
 			break
@@ -257,7 +257,7 @@ func (r *simRun) call(a, run int, p *simProc) callResult {
 		if r.s.Flood > 0 && p.flooded.CompareAndSwap(false, true) {
 			r.flood(p)
 		}
-		if sleepCtx(ctx, r.w.lease/60) != nil {
+		if sleepCtx(ctx, r.w.Lease/60) != nil {
 			break
 		}
 	}
@@ -272,21 +272,21 @@ const firstByteWait = time.Second
 
 // readFirst reads the first byte of a streamed response and checks that it
 // came as it arrived, not held until the stream ended.
-func (r *simRun) readFirst(a int, resp *http.Response) {
+func (r *Run) readFirst(a int, resp *http.Response) {
 	if resp.Header.Get("X-Sim-Stream") == "" {
 		return
 	}
 	start := time.Now()
 	var b [1]byte
 	n, err := resp.Body.Read(b[:])
-	if took := time.Since(start); n == 0 || took > firstByteWait+r.w.slack {
+	if took := time.Since(start); n == 0 || took > firstByteWait+r.w.Slack {
 		r.violate("a streamed response is readable as it arrives",
 			"action %d: first byte after %v (read %d, %v); the provider sent it at once", a, took, n, err)
 	}
 }
 
 // request is the caller's request for action a, its SDK's send n.
-func (r *simRun) request(ctx context.Context, a, n int) *http.Request {
+func (r *Run) request(ctx context.Context, a, n int) *http.Request {
 	body := fmt.Sprintf(`{"amount":100,"order":%d}`, a)
 	if r.s.Twins {
 		body = `{"amount":100}`
@@ -310,7 +310,7 @@ func (r *simRun) request(ctx context.Context, a, n int) *http.Request {
 const simHost = "provider.sim"
 
 // track returns a request body whose closing the run checks.
-func (r *simRun) track(body string) *trackedBody {
+func (r *Run) track(body string) *trackedBody {
 	tb := &trackedBody{Reader: strings.NewReader(body)}
 	r.mu.Lock()
 	r.bodies = append(r.bodies, tb)
@@ -326,7 +326,7 @@ func sdkRetries(status int, err error) bool {
 // flood has other callers of p make s.Flood failing calls, each given up
 // and remembered for its own SDK's re-sends; it runs once per process,
 // before the first SDK re-send there.
-func (r *simRun) flood(p *simProc) {
+func (r *Run) flood(p *simProc) {
 	for i := range r.s.Flood {
 		req, _ := http.NewRequest(http.MethodPost, "http://flood.sim/flood", strings.NewReader("{}"))
 		req.Header.Set("Idempotency-Key", fmt.Sprintf("flood-%d-%d", p.id, i))
@@ -335,7 +335,7 @@ func (r *simRun) flood(p *simProc) {
 			resp.Body.Close()
 		}
 	}
-	r.logf("flood: %d give-ups by other callers of process %d", r.s.Flood, p.id)
+	r.Logf("flood: %d give-ups by other callers of process %d", r.s.Flood, p.id)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -1,4 +1,4 @@
-package retrybudget_test
+package faultsim
 
 import (
 	"context"
@@ -37,14 +37,36 @@ type inboundKey struct {
 	// RetryMid has the client retry while the handler's first run is
 	// between its effect and its answer.
 	RetryMid bool
+	// CommitCut cuts the connection of the first run's COMMIT (Atomic in
+	// a world with World.Tx only); zero means no cut.
+	CommitCut Cut
 }
 
-func drawInbound(rng *rand.Rand) *inboundSchedule {
+// TxWorld is a world's own transactions, for the inbound workload's Atomic
+// schedules: the handler's effect is a write inside the action's
+// transaction, counted where it committed.
+type TxWorld struct {
+	// Store is the middleware's ledger; it implements ledger.Atomic.
+	Store ledger.Store
+	// Effect does inbound key i's effect inside the transaction ctx
+	// carries, and reports false when ctx carries none.
+	Effect func(ctx context.Context, i int) (bool, error)
+	// Effects counts inbound key i's effects that committed.
+	Effects func(i int) int
+	// CutCommit arms a cut of the next COMMIT the store sends (CutBefore
+	// or CutAfter); zero disarms it.
+	CutCommit func(c Cut)
+}
+
+func drawInbound(rng *rand.Rand, w *World) *inboundSchedule {
 	in := &inboundSchedule{Atomic: rng.IntN(2) == 0}
 	for range 1 + rng.IntN(3) {
 		k := inboundKey{InTx: in.Atomic && rng.IntN(2) == 0, RetryMid: rng.IntN(2) == 0}
 		for range 2 {
 			k.Statuses = append(k.Statuses, []int{201, 201, 503, 500, 429}[rng.IntN(5)])
+		}
+		if w.Tx != nil && in.Atomic && rng.IntN(2) == 0 {
+			k.CommitCut = []Cut{CutBefore, CutAfter}[rng.IntN(2)]
 		}
 		in.Keys = append(in.Keys, k)
 	}
@@ -55,18 +77,27 @@ func (in *inboundSchedule) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  inbound middleware, Atomic %v\n", in.Atomic)
 	for i, k := range in.Keys {
-		fmt.Fprintf(&b, "  key %d: effect in the transaction %v, answers %v, client retries mid-handler %v\n",
+		fmt.Fprintf(&b, "  key %d: effect in the transaction %v, answers %v, client retries mid-handler %v",
 			i, k.InTx, k.Statuses, k.RetryMid)
+		if k.CommitCut != 0 {
+			fmt.Fprintf(&b, ", first run's COMMIT cut %s", k.CommitCut)
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
 
 // runInbound runs the inbound workload and checks that each action's
 // effect happened at most once and is never recorded as not applied.
-func (r *simRun) runInbound() {
+func (r *Run) runInbound() {
 	in := r.s.Inbound
 	var store ledger.Store = r.store
-	if in.Atomic {
+	var tw *TxWorld
+	switch {
+	case in.Atomic && r.w.Tx != nil:
+		tw = r.w.Tx(r.t, r)
+		store = tw.Store
+	case in.Atomic:
 		store = &txStore{Store: r.store}
 	}
 	var mu sync.Mutex
@@ -88,27 +119,44 @@ func (r *simRun) runInbound() {
 			effects[i]++
 			mu.Unlock()
 		}
-		if tx, ok := req.Context().Value(txKey{}).(*memTx); ok && k.InTx {
+		inTx := false
+		if tw != nil && k.InTx {
+			var err error
+			if inTx, err = tw.Effect(req.Context(), i); err != nil {
+				r.Logf("handler: key %d run %d: effect failed: %v", i, run, err)
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+		} else if tx, ok := req.Context().Value(txKey{}).(*memTx); ok && k.InTx {
 			tx.effects = append(tx.effects, apply)
-		} else {
+			inTx = true
+		}
+		if !inTx {
 			idempotency.MarkEffect(req.Context())
 			apply()
 		}
-		r.logf("handler: key %d run %d: effect done, answers %d", i, run, status)
+		r.Logf("handler: key %d run %d: effect done, answers %d", i, run, status)
 		if run == 0 && k.RetryMid {
 			rec := httptest.NewRecorder()
 			guard.ServeHTTP(rec, inboundRequest(i))
-			r.logf("client: key %d retried mid-handler: %d %s", i, rec.Code, rec.Header().Get("Content-Type"))
+			r.Logf("client: key %d retried mid-handler: %d %s", i, rec.Code, rec.Header().Get("Content-Type"))
+		}
+		if run == 0 && k.CommitCut != 0 && status < 300 { // a failed answer rolls back: no COMMIT
+			r.Logf("FAULT key %d run 0: COMMIT cut %s", i, k.CommitCut)
+			tw.CutCommit(k.CommitCut)
 		}
 		w.WriteHeader(status)
 	})
 	guard = idempotency.New(idempotency.Config{Store: store, Tenant: func(*http.Request) string { return "acme" },
-		Atomic: in.Atomic, Lease: r.w.lease, Owner: "server"})(handler)
+		Atomic: in.Atomic, Lease: r.w.Lease, Owner: "server"})(handler)
 	for i := range in.Keys {
 		for try := range 4 {
 			rec := httptest.NewRecorder()
 			guard.ServeHTTP(rec, inboundRequest(i))
-			r.logf("client: key %d try %d: %d retry-after %q", i, try, rec.Code, rec.Header().Get("Retry-After"))
+			if tw != nil {
+				tw.CutCommit(0) // a run that committed nothing leaves the cut to no other
+			}
+			r.Logf("client: key %d try %d: %d retry-after %q", i, try, rec.Code, rec.Header().Get("Retry-After"))
 			retry := rec.Code >= 500 || (rec.Code == http.StatusConflict || rec.Code == http.StatusTooManyRequests) && rec.Header().Get("Retry-After") != ""
 			if !retry {
 				break
@@ -117,11 +165,17 @@ func (r *simRun) runInbound() {
 			time.Sleep(time.Duration(max(ra, 1)) * time.Second)
 		}
 	}
-	time.Sleep(2 * r.w.lease)
-	for i := range in.Keys {
+	time.Sleep(2 * r.w.Lease)
+	for i, k := range in.Keys {
 		mu.Lock()
-		n := effects[i]
+		n, inTx := effects[i], 0
 		mu.Unlock()
+		if tw != nil {
+			inTx = tw.Effects(i)
+			n += inTx
+		} else if k.InTx {
+			inTx = n
+		}
 		if n > 1 {
 			r.violate("at most one effect per action", "inbound key %d: the handler's effect happened %d times", i, n)
 		}
@@ -132,9 +186,13 @@ func (r *simRun) runInbound() {
 			}
 			continue
 		}
-		r.logf("end: key %d: %s, %d effects", i, recd.State, n)
+		r.Logf("end: key %d: %s, %d effects", i, recd.State, n)
 		if n > 0 && recd.State == ledger.StateFailed {
 			r.violate("applied action recorded as not applied", "inbound key %d: applied, recorded failed (no effect): %q", i, recd.Reason)
+		}
+		if in.Atomic && k.InTx && (inTx > 0) != (recd.State == ledger.StateCompleted) {
+			r.violate("a transaction is all or nothing",
+				"inbound key %d: %d effects committed inside the action's transaction, the record is %s", i, inTx, recd.State)
 		}
 	}
 	r.wg.Wait()

@@ -8,51 +8,30 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/retrybudget/retrybudget/internal/faultsim"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
-// simWorlds are the stores TestSimulation runs against. PostgreSQL lives in
-// its own module (ledger/pgledger), which this package cannot import.
-func simWorlds() []*simWorld {
-	return []*simWorld{memoryWorld(), redisWorld()}
-}
-
-// memoryWorld is ledger.Memory in virtual time: a 30 s lease costs nothing.
-func memoryWorld() *simWorld {
-	return &simWorld{name: "Memory", lease: 30 * time.Second, slack: 100 * time.Millisecond,
-		virtual: true, inbound: true, ci: 800, long: 20_000, parallel: 4,
-		open: func(*testing.T, *simRun) (ledger.Store, func(*simRun, bool)) {
-			return ledger.NewMemory(ledger.MemoryConfig{}), nil
-		}}
-}
-
-// simBubble runs body in a synctest bubble: time is virtual and advances
-// when every goroutine of the bubble is blocked.
-func simBubble(t *testing.T, body func(t *testing.T)) {
-	synctest.Test(t, body)
-}
-
 // redisWorld is ledger.Redis on private redis-server processes, in real
 // time with a 300 ms lease: one shared server for most schedules, and a
 // primary with a replica of its own for a schedule with WaitReplicas.
-func redisWorld() *simWorld {
-	w := &simWorld{name: "Redis", lease: 300 * time.Millisecond, slack: 250 * time.Millisecond,
-		replicas: true, ci: 32, long: 1000, parallel: 8}
+func redisWorld() *faultsim.World {
+	w := &faultsim.World{Name: "Redis", Lease: 300 * time.Millisecond, Slack: 250 * time.Millisecond,
+		Replicas: true, CI: 32, Long: 1000, Parallel: 8}
 	var shared *redistest.Server
-	w.setup = func(t *testing.T) { shared = redistest.Start(t) }
-	w.limiter = func(t *testing.T, r *simRun) limiter.Limiter { return redisLimiter(t, r, shared.Addr) }
-	w.open = func(t *testing.T, r *simRun) (ledger.Store, func(*simRun, bool)) {
+	w.Setup = func(t *testing.T) { shared = redistest.Start(t) }
+	w.Limiter = func(t *testing.T, r *faultsim.Run) limiter.Limiter { return redisLimiter(t, r, shared.Addr) }
+	w.Open = func(t *testing.T, r *faultsim.Run) (ledger.Store, func(*faultsim.Run, bool)) {
 		cfg := ledger.RedisConfig{Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}},
 			Prefix: redistest.Prefix(t)}
-		if !r.s.WaitReplicas {
+		if !r.Schedule().WaitReplicas {
 			c := redis.NewClient(&redis.Options{Addr: shared.Addr, ContextTimeoutEnabled: true, MaintNotificationsConfig: noMaint()})
 			t.Cleanup(func() { c.Close() })
 			s, err := ledger.NewRedis(c, cfg)
@@ -62,7 +41,7 @@ func redisWorld() *simWorld {
 			return s, nil
 		}
 		pair := startPair(t)
-		cfg.WaitReplicas, cfg.WaitTimeout = 1, w.lease/4
+		cfg.WaitReplicas, cfg.WaitTimeout = 1, w.Lease/4
 		s, err := ledger.NewRedis(pair.client, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -106,7 +85,7 @@ func startPair(t *testing.T) *redisPair {
 // nothing) for half a lease; then it flows again and the replica catches
 // up, or, with failover, the link is cut (the held writes are lost), the
 // primary SIGKILLed and the replica promoted, and every client follows it.
-func (p *redisPair) lag(r *simRun, failover bool) {
+func (p *redisPair) lag(r *faultsim.Run, failover bool) {
 	p.mu.Lock()
 	if p.lagging {
 		p.mu.Unlock()
@@ -116,11 +95,9 @@ func (p *redisPair) lag(r *simRun, failover bool) {
 	primary, replica, link := p.primary, p.replica, p.link
 	p.mu.Unlock()
 	link.hold()
-	r.logf("replica: lagging")
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		time.Sleep(r.w.lease / 2)
+	r.Logf("replica: lagging")
+	r.Go(func() {
+		time.Sleep(r.World().Lease / 2)
 		if failover {
 			link.cut() // what the replica had not received is lost with the primary
 			primary.Kill()
@@ -128,7 +105,7 @@ func (p *redisPair) lag(r *simRun, failover bool) {
 			link.release()
 		}
 		if !failover {
-			r.logf("replica: caught up")
+			r.Logf("replica: caught up")
 			p.mu.Lock()
 			p.lagging = false
 			p.mu.Unlock()
@@ -137,22 +114,22 @@ func (p *redisPair) lag(r *simRun, failover bool) {
 		rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
 		defer rc.Close()
 		if err := rc.ReplicaOf(context.Background(), "NO", "ONE").Err(); err != nil {
-			r.logf("replica: promotion failed: %v", err)
+			r.Logf("replica: promotion failed: %v", err)
 			return
 		}
 		p.addr.Store(replica.Addr)
-		r.logf("replica: promoted after the primary died")
+		r.Logf("replica: promoted after the primary died")
 		// A new replica joins the promoted primary, as Sentinel would
 		// re-attach one, so WaitReplicas can be met again.
-		nextLink := startReplLink(r.t, replica.Addr)
+		nextLink := startReplLink(r.T(), replica.Addr)
 		host, port, _ := net.SplitHostPort(nextLink.Addr())
-		next := redistest.StartWith(r.t, "--replicaof", host, port, "--repl-diskless-sync-delay", "0")
+		next := redistest.StartWith(r.T(), "--replicaof", host, port, "--repl-diskless-sync-delay", "0")
 		waitLink(next.Addr)
 		p.mu.Lock()
 		p.primary, p.replica, p.link, p.lagging = replica, next, nextLink, false
 		p.mu.Unlock()
-		r.logf("replica: a new replica is in sync")
-	}()
+		r.Logf("replica: a new replica is in sync")
+	})
 }
 
 // waitLink waits until the replica at addr is in sync with its primary,
@@ -184,8 +161,8 @@ func noMaint() *maintnotifications.Config {
 // limit: limiter.Redis, fail-closed, with a fair queue when the schedule
 // draws one, over a link to the shared server that adds the schedule's
 // latency and stalls (answers nothing) during its limiter outage.
-func redisLimiter(t *testing.T, r *simRun, addr string) limiter.Limiter {
-	s := r.s
+func redisLimiter(t *testing.T, r *faultsim.Run, addr string) limiter.Limiter {
+	s := r.Schedule()
 	link := &simLink{r: r}
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaintNotificationsConfig: noMaint(),
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -198,7 +175,7 @@ func redisLimiter(t *testing.T, r *simRun, addr string) limiter.Limiter {
 		}})
 	t.Cleanup(func() { c.Close() })
 	cfg := limiter.RedisConfig{Limits: []limiter.Limit{limiter.PerSecond(s.Limit)}, BoundaryKey: redistest.BoundaryKey(),
-		Prefix: redistest.Prefix(t), OnUnavailable: limiter.FailClosed, Timeout: limiterTimeout(r.w)}
+		Prefix: redistest.Prefix(t), OnUnavailable: limiter.FailClosed, Timeout: r.World().LimiterTimeout()}
 	if s.FairQueue {
 		cfg.Queue = &limiter.FairQueue{}
 	}
@@ -210,12 +187,12 @@ func redisLimiter(t *testing.T, r *simRun, addr string) limiter.Limiter {
 }
 
 // simLink is the network between the processes and the limiter's Redis.
-type simLink struct{ r *simRun }
+type simLink struct{ r *faultsim.Run }
 
 // stalledUntil returns the end of the outage when now is inside it.
 func (l *simLink) stalledUntil(now time.Time) (time.Time, bool) {
-	s := l.r.s
-	from := l.r.start.Add(s.OutageFrom)
+	s := l.r.Schedule()
+	from := l.r.Start().Add(s.OutageFrom)
 	until := from.Add(s.OutageLen)
 	return until, s.OutageLen > 0 && !now.Before(from) && now.Before(until)
 }
@@ -231,7 +208,7 @@ type simConn struct {
 }
 
 func (c *simConn) Write(p []byte) (int, error) {
-	if d := c.link.r.s.LimiterLatency; d > 0 {
+	if d := c.link.r.Schedule().LimiterLatency; d > 0 {
 		time.Sleep(d) // the request travels
 	}
 	return c.Conn.Write(p)
@@ -264,7 +241,3 @@ func (c *simConn) SetDeadline(t time.Time) error {
 	c.mu.Unlock()
 	return c.Conn.SetDeadline(t)
 }
-
-// limiterTimeout is the Redis limiter's Timeout in world w: half a lease,
-// longer than a round trip over the slowest link a schedule draws.
-func limiterTimeout(w *simWorld) time.Duration { return w.lease / 2 }

@@ -1,4 +1,4 @@
-package retrybudget_test
+package faultsim
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // checkCall checks what the caller of one SDK call saw.
-func (r *simRun) checkCall(res callResult) {
+func (r *Run) checkCall(res callResult) {
 	if res.died || res.ci == nil {
 		return
 	}
@@ -32,7 +32,7 @@ func (r *simRun) checkCall(res callResult) {
 			"action %d run %d: the provider applied %d of this call's sends; its caller got reason %v with MaybeApplied false (repeated %v)",
 			a, res.ci.run, applied, o.Reason, o.Repeated)
 	}
-	if errors.Is(o.Reason, retrybudget.ErrUncertain) && arrivals == 0 && marks == 0 {
+	if errors.Is(o.Reason, retrybudget.ErrUncertain) && arrivals == 0 && marks == 0 && !r.markedInStore(a) {
 		r.violate("unsent action reported as uncertain",
 			"action %d run %d: ErrUncertain, but nothing ever reached the provider and no owner marked it as sending", a, res.ci.run)
 	}
@@ -46,10 +46,19 @@ func (r *simRun) checkCall(res callResult) {
 	}
 }
 
+// markedInStore reports whether action a's record is marked as sending: a
+// mark whose caller never learned it was written (its connection cut, or
+// its context ended while the store ran it) counts as a mark, since it
+// tells the next owner that a request may have left.
+func (r *Run) markedInStore(a int) bool {
+	rec, err := r.store.Get(context.Background(), simActionKey(a))
+	return err == nil && rec.Sending
+}
+
 // checkEnd checks the state a schedule leaves once every job is done and a
 // lease and a sweep have passed.
-func (r *simRun) checkEnd() {
-	L := r.w.lease
+func (r *Run) checkEnd() {
+	L := r.w.Lease
 	time.Sleep(2 * L) // past every lease, one sweep, and every stalled write
 	ctx := context.Background()
 	r.mu.Lock()
@@ -93,7 +102,7 @@ func (r *simRun) checkEnd() {
 			r.violate("store", "Get action %d: %v", a, err)
 			continue
 		}
-		r.logf("end: action %d: %s sending %v, %d effects, %d arrivals", a, rec.State, rec.Sending, effects, arrivals)
+		r.Logf("end: action %d: %s sending %v, %d effects, %d arrivals", a, rec.State, rec.Sending, effects, arrivals)
 		if effects > 0 && rec.State == ledger.StateFailed {
 			r.violate("applied action recorded as not applied", "action %d: applied, recorded failed (no effect): %q", a, rec.Reason)
 		}
@@ -104,7 +113,7 @@ func (r *simRun) checkEnd() {
 			r.violate("applied action recorded as not applied",
 				"action %d: the provider got %d of its requests, the record (%s) is not marked as sending", a, arrivals, rec.State)
 		}
-		if rec.State == ledger.StateUncertain && arrivals == 0 && marks == 0 {
+		if rec.State == ledger.StateUncertain && arrivals == 0 && marks == 0 && !rec.Sending {
 			r.violate("unsent action recorded as uncertain",
 				"action %d: uncertain (%q), but nothing ever reached the provider and no owner marked it as sending", a, rec.Reason)
 		}
@@ -130,7 +139,7 @@ func (r *simRun) checkEnd() {
 
 // checkLimits checks the limiter's grants against its limit and against
 // the cooldowns the provider asked for.
-func (r *simRun) checkLimits(grants []time.Time) {
+func (r *Run) checkLimits(grants []time.Time) {
 	slices.SortFunc(grants, func(a, b time.Time) int { return a.Compare(b) })
 	tol := r.w.limitTolerance()
 	if lim := r.s.Limit; lim > 0 {
@@ -169,11 +178,11 @@ func (r *simRun) checkLimits(grants []time.Time) {
 // limitTolerance is how far measured grants may stray from the limit: none
 // in virtual time; with real time, one grant and a few milliseconds, since
 // a grant is stamped after Allow returns.
-func (w *simWorld) limitTolerance() (tol struct {
+func (w *World) limitTolerance() (tol struct {
 	count int
 	time  time.Duration
 }) {
-	if !w.virtual {
+	if !w.Virtual {
 		tol.count, tol.time = 1, 5*time.Millisecond
 	}
 	return tol

@@ -1,4 +1,4 @@
-package retrybudget_test
+package faultsim
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func callOf(ctx context.Context) *callInfo {
 // Idempotency-Key when it honours keys) and counts effects per action and
 // per SDK call, arrivals, and the cooldowns it asked for.
 type simProvider struct {
-	r       *simRun
+	r       *Run
 	honours bool
 	mu      sync.Mutex // guards all below
 	// effects and arrivals count per action; byCall counts effects per
@@ -102,17 +102,17 @@ func (p *simProvider) serve(req *http.Request) (*http.Response, error) {
 	key := req.Header.Get("Idempotency-Key")
 	switch kind {
 	case replyUnavailable:
-		p.r.logf("provider: action %d arrival %d: 503", ci.action, n)
+		p.r.Logf("provider: action %d arrival %d: 503", ci.action, n)
 		return answer(req, http.StatusServiceUnavailable, http.Header{"Retry-After": {"0"}}, "unavailable"), nil
 	case replyLimited:
 		p.mu.Lock()
 		now := time.Now()
 		p.pauses = append(p.pauses, pause{at: now, until: now.Add(time.Second)})
 		p.mu.Unlock()
-		p.r.logf("provider: action %d arrival %d: 429", ci.action, n)
+		p.r.Logf("provider: action %d arrival %d: 429", ci.action, n)
 		return answer(req, http.StatusTooManyRequests, http.Header{"Retry-After": {"1"}}, "slow down"), nil
 	case replySlow:
-		t := time.NewTimer(p.r.w.lease / 3)
+		t := time.NewTimer(p.r.w.Lease / 3)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -130,7 +130,7 @@ func (p *simProvider) serve(req *http.Request) (*http.Response, error) {
 		}
 	}
 	p.mu.Unlock()
-	p.r.logf("provider: action %d arrival %d: %s, applied %v", ci.action, n, kind, applied)
+	p.r.Logf("provider: action %d arrival %d: %s, applied %v", ci.action, n, kind, applied)
 	if p.r.hook(ctx, atSend, true) {
 		return nil, errDead
 	}
@@ -173,7 +173,7 @@ func (p *simProvider) lookup(a int) (applied, known bool) {
 type simStore struct{ p *simProc }
 
 // do runs one store call op at pt under the faults of the call in ctx.
-func (s simStore) do(ctx context.Context, pt point, op func(context.Context) error) error {
+func (s simStore) do(ctx context.Context, pt point, op func(context.Context, ledger.Store) error) error {
 	r := s.p.r
 	if s.p.dead() {
 		return errDead
@@ -182,10 +182,23 @@ func (s simStore) do(ctx context.Context, pt point, op func(context.Context) err
 		return errDead
 	}
 	var err error
-	if f := r.take(ctx, pt, false, faultStall); f != nil {
-		err = r.stalled(ctx, op)
-	} else {
-		err = op(ctx)
+	stall := r.take(ctx, pt, false, faultStall) != nil
+	start := time.Now()
+	defer func() {
+		if took := time.Since(start); took > r.w.Lease/3 {
+			r.Logf("store: %s took %v: %v", pt, took.Round(time.Millisecond), err)
+		}
+	}()
+	switch {
+	case stall && r.w.Stall != nil:
+		r.w.Stall(r)
+		err = op(ctx, r.store)
+	case stall:
+		err = r.stalled(ctx, func(ctx context.Context) error { return op(ctx, r.store) })
+	case r.w.Cut != nil:
+		err = r.cut(ctx, pt, op)
+	default:
+		err = op(ctx, r.store)
 	}
 	if s.p.dead() {
 		return errDead
@@ -193,19 +206,36 @@ func (s simStore) do(ctx context.Context, pt point, op func(context.Context) err
 	if r.hook(ctx, pt, true) {
 		return errDead
 	}
-	if err == nil && r.take(ctx, pt, true, faultLostReply) != nil {
-		r.logf("store: %s reply lost", pt)
+	if r.w.Cut == nil && err == nil && r.take(ctx, pt, true, faultLostReply) != nil {
+		r.Logf("store: %s reply lost", pt)
 		return errLostReply
 	}
 	return err
 }
 
+// cut runs op at pt on a connection the world cuts when a commit cut or a
+// lost reply strikes there, and on the shared store otherwise.
+func (r *Run) cut(ctx context.Context, pt point, op func(context.Context, ledger.Store) error) error {
+	c := Cut(0)
+	if f := r.take(ctx, pt, false, faultCut); f != nil {
+		c = f.Cut
+	} else if r.take(ctx, pt, true, faultLostReply) != nil {
+		c = CutAfter
+	}
+	if c == 0 {
+		return op(ctx, r.store)
+	}
+	err := r.w.Cut(ctx, r, c, op)
+	r.Logf("store: %s on a connection cut %s: %v", pt, c, err)
+	return err
+}
+
 func (s simStore) Reserve(ctx context.Context, req ledger.ReserveRequest) (res ledger.Reservation, err error) {
-	err = s.do(ctx, atReserve, func(ctx context.Context) error {
+	err = s.do(ctx, atReserve, func(ctx context.Context, st ledger.Store) error {
 		var e error
-		res, e = s.p.r.store.Reserve(ctx, req)
+		res, e = st.Reserve(ctx, req)
 		if e == nil {
-			s.p.r.logf("store: %s reserve %s token %d", req.Owner, res.Verdict, res.Token)
+			s.p.r.Logf("store: %s reserve %s token %d", req.Owner, res.Verdict, res.Token)
 		}
 		return e
 	})
@@ -213,37 +243,37 @@ func (s simStore) Reserve(ctx context.Context, req ledger.ReserveRequest) (res l
 }
 
 func (s simStore) Renew(ctx context.Context, k ledger.Key, token int64, lease time.Duration) error {
-	return s.do(ctx, atRenew, func(ctx context.Context) error { return s.p.r.store.Renew(ctx, k, token, lease) })
+	return s.do(ctx, atRenew, func(ctx context.Context, st ledger.Store) error { return st.Renew(ctx, k, token, lease) })
 }
 
 func (s simStore) AddAttempt(ctx context.Context, k ledger.Key, token int64, class string) (a ledger.Attempt, err error) {
-	err = s.do(ctx, atAttempt, func(ctx context.Context) error {
+	err = s.do(ctx, atAttempt, func(ctx context.Context, st ledger.Store) error {
 		var e error
-		a, e = s.p.r.store.AddAttempt(ctx, k, token, class)
+		a, e = st.AddAttempt(ctx, k, token, class)
 		return e
 	})
 	return a, err
 }
 
 func (s simStore) Complete(ctx context.Context, k ledger.Key, token int64, o ledger.Outcome) error {
-	return s.do(ctx, atSettle, func(ctx context.Context) error {
-		e := s.p.r.store.Complete(ctx, k, token, o)
-		s.p.r.logf("store: complete %s token %d: %v", k.Key, token, e)
+	return s.do(ctx, atSettle, func(ctx context.Context, st ledger.Store) error {
+		e := st.Complete(ctx, k, token, o)
+		s.p.r.Logf("store: complete %s token %d: %v", k.Key, token, e)
 		return e
 	})
 }
 
 func (s simStore) Fail(ctx context.Context, k ledger.Key, token int64, f ledger.Failure) error {
-	return s.do(ctx, atSettle, func(ctx context.Context) error {
-		e := s.p.r.store.Fail(ctx, k, token, f)
-		s.p.r.logf("store: fail %s token %d effect %v (%s): %v", k.Key, token, f.EffectPossible, f.Reason, e)
+	return s.do(ctx, atSettle, func(ctx context.Context, st ledger.Store) error {
+		e := st.Fail(ctx, k, token, f)
+		s.p.r.Logf("store: fail %s token %d effect %v (%s): %v", k.Key, token, f.EffectPossible, f.Reason, e)
 		return e
 	})
 }
 
 func (s simStore) MarkSending(ctx context.Context, k ledger.Key, token int64) error {
-	return s.do(ctx, atMark, func(ctx context.Context) error {
-		e := s.p.r.store.MarkSending(ctx, k, token)
+	return s.do(ctx, atMark, func(ctx context.Context, st ledger.Store) error {
+		e := st.MarkSending(ctx, k, token)
 		if e == nil {
 			s.p.r.marked(k)
 		}
@@ -264,7 +294,7 @@ func (s simStore) Sweep(ctx context.Context, limit int) ([]ledger.Record, error)
 // unavailable during the schedule's outage, as a fail-closed Redis limiter
 // is.
 type simLimiter struct {
-	r     *simRun
+	r     *Run
 	inner limiter.Limiter
 	// outage: the inner limiter has no store of its own to lose, so
 	// simLimiter fails its calls during the schedule's outage.
@@ -295,10 +325,10 @@ func (l simLimiter) Allow(ctx context.Context, req limiter.Request) (limiter.Dec
 		if ci != nil {
 			ci.limiterErrs++
 		}
-		if bound := limiterTimeout(r.w) * 3 / 2; !l.outage && took > bound {
+		if bound := r.w.LimiterTimeout() * 3 / 2; !l.outage && took > bound {
 			r.violations = append(r.violations, fmt.Sprintf(
 				"an unavailable limiter answers within its Timeout: Allow failed after %v (Timeout %v, slack %v): %v",
-				took, limiterTimeout(r.w), bound-limiterTimeout(r.w), err))
+				took, r.w.LimiterTimeout(), bound-r.w.LimiterTimeout(), err))
 		}
 	case d.Allowed:
 		if req.Boundary == simHost {
@@ -344,7 +374,7 @@ func (p *simProvider) stream(req *http.Request, a int) *http.Response {
 		if _, err := io.WriteString(pw, "data: {\"order\":"+fmt.Sprint(a)+"}\n\n"); err != nil {
 			return
 		}
-		t := time.NewTimer(p.r.w.lease / 3)
+		t := time.NewTimer(p.r.w.Lease / 3)
 		defer t.Stop()
 		select {
 		case <-t.C:

@@ -1,0 +1,41 @@
+// Package faultsim is the fault simulator behind every TestSimulation: it
+// runs many whole calls through real Transports against a fake provider
+// that counts effects, and a real ledger store (a World), under schedules
+// drawn from seeds (see Schedule for the fault set), and checks the
+// library's promises after each call and at the end of each schedule:
+//
+//   - at most one effect per action at the provider;
+//   - no applied action reported (Outcome.MaybeApplied false on a failed
+//     call) or recorded (failed, or absent) as not applied;
+//   - no action that was never sent nor marked as sending reported or
+//     recorded as uncertain;
+//   - every RoundTrip returns by its deadline plus the world's slack;
+//   - no action in progress past its lease and one sweep that Sweep does
+//     not list;
+//   - the limiter never grants more than the limit in any window, nor
+//     during a cooldown the provider asked for; an unavailable limiter is
+//     reported as ErrLimiter, not as a rate limit, and a failing Allow
+//     returns within its Timeout and half of it; ErrRateLimited carries a
+//     RetryAt;
+//   - every caller's request body is closed (the RoundTripper contract);
+//   - a streamed answer's first bytes reach the caller within a second
+//     (the Transport's read-ahead to store it), not when the stream ends;
+//   - an Atomic handler's transaction is all or nothing: its effect
+//     committed exactly when the action's record did.
+//
+// A failing schedule prints its seed, its schedule, the broken invariants
+// and a trace; rerun it with -sim.seed=N (or RETRYBUDGET_SIM_SEED=N). A
+// seed always draws the same schedule in the same world. A world in
+// virtual time (World.Virtual, testing/synctest) runs a racer on the
+// owner's goroutine, so a seed mostly reruns the same interleaving too;
+// goroutines woken at the same virtual instant run in the scheduler's
+// order, and code that walks a map (a full give-up memory) in Go's random
+// order. A world in real time reruns the faults, not the timing.
+//
+// The package uses only the public API of the module's packages. The
+// worlds live beside the stores they need: Memory and Redis in the root
+// package's tests, PostgreSQL in ledger/pgledger's (a module of its own,
+// which may import this internal package: it lives under the same path).
+// Importing the package registers the flags -sim.seed, -sim.schedules and
+// -sim.trace in the test binary.
+package faultsim
