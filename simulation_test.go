@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrybudget/retrybudget/internal/faultsim"
+	"github.com/retrybudget/retrybudget/faultsim"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 

@@ -11,13 +11,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/retrybudget/retrybudget/internal/faultsim"
+	"github.com/retrybudget/retrybudget/faultsim"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/ledger/pgledger"
 	"github.com/retrybudget/retrybudget/ledger/pgledger/pgtest"
 )
 
-// TestSimulation runs the fault simulator (internal/faultsim, which lists
+// TestSimulation runs the fault simulator (faultsim, which lists
 // the faults and the invariants) against the PostgreSQL store, on a
 // private server (or DATABASE_URL), in real time with a 300 ms lease. On
 // top of the simulator's faults, its store calls' connections are cut for
