@@ -4,18 +4,17 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/benchtest"
 )
 
 // The metastable overload (Bronson et al., HotOS'21; Huang et al., OSDI'22):
@@ -24,72 +23,11 @@ import (
 // patience; from then on every attempt times out, its work is done anyway,
 // and retries keep the queue full after the spike is over. The scenario runs
 // in virtual time (testing/synctest): the provider is an in-memory
-// RoundTripper whose workers sleep through each request's service time.
+// RoundTripper whose workers sleep through each request's service time
+// (benchtest.QueueProvider).
 
 var metastableFigures = flag.Bool("metastable.figures", false,
 	"TestMetastableFigures: run the overload scenario at 60% and 75% load and log its figures")
-
-// queueProvider is the provider: workers take requests from a FIFO queue of
-// depth places, each for service(now) (read when the work starts), and
-// answer 503 at once when the queue is full. A request whose client left is
-// still worked on: its work is only skipped by nobody.
-type queueProvider struct {
-	q        chan *queuedRequest
-	service  func(now time.Time) time.Duration
-	stop     chan struct{}
-	workers  sync.WaitGroup
-	arrivals atomic.Int64
-}
-
-type queuedRequest struct{ done chan struct{} }
-
-func newQueueProvider(workers, depth int, service func(time.Time) time.Duration) *queueProvider {
-	p := &queueProvider{q: make(chan *queuedRequest, depth), service: service, stop: make(chan struct{})}
-	for range workers {
-		p.workers.Go(func() {
-			for {
-				select {
-				case <-p.stop:
-					return
-				case r := <-p.q:
-					time.Sleep(p.service(time.Now()))
-					close(r.done)
-				}
-			}
-		})
-	}
-	return p
-}
-
-// close stops the workers, leaving the queue's rest undone.
-func (p *queueProvider) close() {
-	close(p.stop)
-	p.workers.Wait()
-}
-
-func (p *queueProvider) RoundTrip(req *http.Request) (*http.Response, error) {
-	p.arrivals.Add(1)
-	r := &queuedRequest{done: make(chan struct{})}
-	select {
-	case p.q <- r:
-	default:
-		return queueResponse(req, http.StatusServiceUnavailable), nil
-	}
-	select {
-	case <-r.done:
-		return queueResponse(req, http.StatusOK), nil
-	case <-req.Context().Done():
-		// The client left; the work stays queued, as at a server that
-		// does not see the connection close until it writes the answer.
-		return nil, req.Context().Err()
-	}
-}
-
-func queueResponse(req *http.Request, status int) *http.Response {
-	return &http.Response{StatusCode: status, Status: http.StatusText(status), Proto: "HTTP/1.1",
-		ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("{}")),
-		ContentLength: 2, Request: req}
-}
 
 // overloadScenario is one run: an open-loop Poisson stream of GETs at load ×
 // the provider's capacity, a spike of service time, and the recovery.
@@ -142,7 +80,7 @@ func (s overloadScenario) run(t *testing.T) *overloadRun {
 		t0 := time.Now()
 		spikeAt, spikeEnd := t0.Add(s.warm), t0.Add(s.warm+s.spike)
 		slow := time.Duration(float64(overloadService) * s.spikeFactor)
-		p := newQueueProvider(overloadWorkers, overloadDepth, func(now time.Time) time.Duration {
+		p := benchtest.NewQueueProvider(overloadWorkers, overloadDepth, func(now time.Time) time.Duration {
 			if !now.Before(spikeAt) && now.Before(spikeEnd) {
 				return slow
 			}
@@ -179,8 +117,8 @@ func (s overloadScenario) run(t *testing.T) *overloadRun {
 			})
 		}
 		calls.Wait()
-		p.close()
-		res.arrivals = p.arrivals.Load()
+		p.Close()
+		res.arrivals = p.Arrivals()
 	})
 	return res
 }

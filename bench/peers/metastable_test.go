@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/benchtest"
 )
 
 // The metastable overload, in virtual time (testing/synctest), for every
@@ -42,58 +42,6 @@ const (
 	msMaxDelay  = 100 * time.Millisecond
 )
 
-// queueProvider is the provider: workers take requests from a FIFO queue,
-// each for service(now) when its work starts, and it answers 503 at once
-// when the queue is full. The work of a client that left is still done.
-type queueProvider struct {
-	q        chan chan struct{}
-	service  func(now time.Time) time.Duration
-	stop     chan struct{}
-	workers  sync.WaitGroup
-	arrivals atomic.Int64
-}
-
-func newQueueProvider(service func(time.Time) time.Duration) *queueProvider {
-	p := &queueProvider{q: make(chan chan struct{}, msDepth), service: service, stop: make(chan struct{})}
-	for range msWorkers {
-		p.workers.Go(func() {
-			for {
-				select {
-				case <-p.stop:
-					return
-				case done := <-p.q:
-					time.Sleep(p.service(time.Now()))
-					close(done)
-				}
-			}
-		})
-	}
-	return p
-}
-
-func (p *queueProvider) close() {
-	close(p.stop)
-	p.workers.Wait()
-}
-
-func (p *queueProvider) RoundTrip(req *http.Request) (*http.Response, error) {
-	p.arrivals.Add(1)
-	done := make(chan struct{})
-	status := http.StatusOK
-	select {
-	case p.q <- done:
-		select {
-		case <-done:
-		case <-req.Context().Done():
-			return nil, req.Context().Err()
-		}
-	default:
-		status = http.StatusServiceUnavailable
-	}
-	return &http.Response{StatusCode: status, Status: http.StatusText(status), Proto: "HTTP/1.1", ProtoMajor: 1,
-		ProtoMinor: 1, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("{}")), ContentLength: 2, Request: req}, nil
-}
-
 // msRun is one run's record: per call, when it started and whether it
 // succeeded.
 type msRun struct {
@@ -110,7 +58,7 @@ func runMetastable(t *testing.T, mk func(base http.RoundTripper) http.RoundTripp
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		spikeAt, spikeEnd := t0.Add(2*time.Second), t0.Add(2*time.Second+spike)
-		p := newQueueProvider(func(now time.Time) time.Duration {
+		p := benchtest.NewQueueProvider(msWorkers, msDepth, func(now time.Time) time.Duration {
 			if !now.Before(spikeAt) && now.Before(spikeEnd) {
 				return 3 * msService
 			}
@@ -140,8 +88,8 @@ func runMetastable(t *testing.T, mk func(base http.RoundTripper) http.RoundTripp
 			})
 		}
 		calls.Wait()
-		p.close()
-		res.arrivals = p.arrivals.Load()
+		p.Close()
+		res.arrivals = p.Arrivals()
 	})
 	return res
 }
