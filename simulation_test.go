@@ -8,7 +8,7 @@ import (
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
-// TestSimulation runs the fault simulator (internal/faultsim, which lists
+// TestSimulation runs the fault simulator (faultsim, which lists
 // the faults and the invariants) against ledger.Memory in virtual time and
 // against Redis with a replica and a Redis limiter in real time. A failing
 // schedule prints its seed; rerun it with -sim.seed=N (or

@@ -99,7 +99,7 @@ func TestObserverNilLoggerIsSilent(t *testing.T) {
 	o := slogretry.Observer(nil)
 	if o.Attempt != nil || o.Retry != nil || o.GiveUp != nil || o.Budget != nil || o.Limited != nil ||
 		o.Cooldown != nil || o.Ledger != nil {
-		t.Fatalf("LogObserver(nil) = %+v; want the zero Observer", o)
+		t.Fatalf("Observer(nil) = %+v; want the zero retrybudget.Observer", o)
 	}
 }
 
@@ -523,7 +523,7 @@ func Example_logObserver() {
 	// level=WARN msg="retrybudget: give up" method=POST host=api.example.com path=/v1/charges attempts=3 class=business status=422 reason="retrybudget: rejected by the provider" maybe_applied=false
 }
 
-// showIDs is the opt-in the tests of what LogObserver records use, so they
+// showIDs is the opt-in the tests of what Observer records use, so they
 // see every attribute; TestObserversKeepIdentitiesOut checks the default.
 var showIDs = retrybudget.Identities{ShowIdentities: true}
 

@@ -33,10 +33,10 @@ func TestSimulation(t *testing.T) {
 	t.Run(w.Name, func(t *testing.T) { faultsim.Simulate(t, w) })
 }
 
-// The PostgreSQL world's seed budgets: in CI, sized to add about a minute
+// The PostgreSQL world's seed budgets: in CI, sized to add about half a minute
 // with -race on two cores; in long mode, about half an hour.
 const (
-	simPostgresCI   = 48
+	simPostgresCI   = 32
 	simPostgresLong = 1000
 )
 
