@@ -198,9 +198,9 @@ func (p *policy) newCall(req *http.Request) (*call, error) {
 }
 
 // setKey puts the call's key in its own copy of the headers, and keeps the
-// key it replaced for the Observer's AttemptEvent. The copy's key value is c.first.key, so
-// setting it costs no allocation beyond the map; the call must have been
-// made with first for this reason (see keySent).
+// key it replaced for the Observer's AttemptEvent. The copy's key value is
+// c.first.key, so setting it costs no allocation beyond the map; the call
+// must have been made with first for this reason (see keySent).
 func (c *call) setKey(key, replaced string) {
 	c.first.key[0] = key
 	c.header, c.headerCopied = withValue(c.req.Header, c.p.cfg.KeyHeader, c.first.key[:]), true

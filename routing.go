@@ -40,6 +40,50 @@ func newRoutes(parent Config, clk clock) []route {
 	return rs
 }
 
+// inherit fills the fields of a route's cfg that a route shares with its
+// parent when left zero.
+func inherit(cfg, parent Config) Config {
+	cfg.Routes = nil
+	if cfg.Base == nil {
+		cfg.Base = parent.Base
+	}
+	if cfg.Observer.isZero() {
+		cfg.Observer = parent.Observer
+	}
+	led, pled := &cfg.Ledger, parent.Ledger
+	if led.Store == nil {
+		led.Store = pled.Store
+	}
+	if led.Headers == nil {
+		led.Headers = pled.Headers
+	}
+	if led.Owner == "" {
+		led.Owner = pled.Owner
+	}
+	if led.Lease == 0 {
+		led.Lease = pled.Lease
+	}
+	if led.Reconciler == nil {
+		led.Reconciler = pled.Reconciler
+	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = parent.Limiter
+	}
+	if cfg.Boundary == nil {
+		cfg.Boundary = parent.Boundary
+	}
+	if cfg.Budget == nil {
+		cfg.Budget = parent.Budget
+	}
+	if cfg.Throttle == nil {
+		cfg.Throttle = parent.Throttle
+	}
+	if cfg.Overload == nil {
+		cfg.Overload = parent.Overload
+	}
+	return cfg
+}
+
 // match returns the policy of the Route that req matches, or nil.
 func match(rs []route, req *http.Request) *policy {
 	var best *route
