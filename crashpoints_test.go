@@ -165,12 +165,17 @@ func TestLedgerUncertainWithoutHonouredKeysOrReconciler(t *testing.T) {
 
 // byKey is a Reconciler asking the payments fake whether it has an effect
 // for the action's key, as a GET by idempotency key would.
-func byKey(p *payments) ledger.Reconciler {
+func byKey(p *payments) ledger.Reconciler { return keyReconciler(&p.mu, p.effects) }
+
+// keyReconciler is a Reconciler asking a provider fake, whose effects per
+// key mu guards, whether it has an effect for the action's key, as a GET
+// by idempotency key would.
+func keyReconciler(mu *sync.Mutex, effects map[string]int) ledger.Reconciler {
 	return func(_ context.Context, r ledger.Record) (ledger.Resolution, error) {
 		key := Action(r.Key).IdempotencyKey()
-		p.mu.Lock()
-		n := p.effects[key]
-		p.mu.Unlock()
+		mu.Lock()
+		n := effects[key]
+		mu.Unlock()
 		if n == 0 {
 			return ledger.Resolution{State: ledger.StateFailed, Reason: "no charge at the provider"}, nil
 		}

@@ -76,19 +76,7 @@ func (p *hangingProvider) serve(w http.ResponseWriter, r *http.Request) {
 
 // reconciler asks the provider whether it applied the action's key, as a
 // GET by idempotency key would.
-func (p *hangingProvider) reconciler() ledger.Reconciler {
-	return func(_ context.Context, r ledger.Record) (ledger.Resolution, error) {
-		key := Action(r.Key).IdempotencyKey()
-		p.mu.Lock()
-		n := p.effects[key]
-		p.mu.Unlock()
-		if n == 0 {
-			return ledger.Resolution{State: ledger.StateFailed, Reason: "no charge at the provider"}, nil
-		}
-		return ledger.Resolution{State: ledger.StateCompleted, Outcome: ledger.Outcome{
-			Status: 201, Body: fmt.Appendf(nil, `{"charge":%q}`, key)}}, nil
-	}
-}
+func (p *hangingProvider) reconciler() ledger.Reconciler { return keyReconciler(&p.mu, p.effects) }
 
 // TestReclaimWorkerChild is the worker process of
 // TestRestartedWorkerProcessReclaimsItsActionsAtOnce; it does nothing in a
