@@ -71,16 +71,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // when it has that method, so http.Client.CloseIdleConnections works through
 // a Transport.
 func (t *Transport) CloseIdleConnections() {
-	type closer interface{ CloseIdleConnections() }
-	if c, ok := t.cfg.Base.(closer); ok {
-		c.CloseIdleConnections()
+	closeIdle := func(base http.RoundTripper) {
+		if c, ok := base.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
 	}
+	closeIdle(t.cfg.Base)
 	// A route's Base may be the Transport's own: closing twice is harmless,
 	// and Bases need not be comparable.
 	for _, r := range t.routes {
-		if c, ok := r.p.cfg.Base.(closer); ok {
-			c.CloseIdleConnections()
-		}
+		closeIdle(r.p.cfg.Base)
 	}
 }
 
