@@ -30,13 +30,8 @@ import (
 // traced call is one that sends a key, has a ledger record or is not
 // idempotent (see newCall), so none is hedged.
 func (c *call) hedgeable(h *hedging) bool {
-	switch c.req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
-	case http.MethodPut, http.MethodDelete:
-		if !h.writes {
-			return false
-		}
-	default:
+	m := c.req.Method
+	if !isIdempotent(m) || !h.writes && (m == http.MethodPut || m == http.MethodDelete) {
 		return false
 	}
 	return c.led == nil && c.out.Key == "" && !c.traced
