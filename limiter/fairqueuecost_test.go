@@ -92,51 +92,88 @@ func TestFairQueueCostDoesNotGrowWithTenants(t *testing.T) {
 }
 
 // TestFairQueueForgetsOwnersThatStoppedAsking: owners whose slots are all
-// out of the lookahead leave the queue's keys a bounded number per
-// decision, however many there are, while the boundary stays busy.
+// out of the lookahead leave the queue's keys up to 17 (n+16) per decision
+// that adds an owner, and per decision on a saturated boundary, however
+// many there are; an owner the queue knows, sent now, leaves them be, and
+// the queue does not grow.
 func TestFairQueueForgetsOwnersThatStoppedAsking(t *testing.T) {
-	rdb := redistest.Client(t)
-	clk := newRealFakeClock()
-	l := newTestRedis(t, rdb, redistest.Prefix(t), RedisConfig{Limits: []Limit{PerSecond(100)}, Queue: &FairQueue{MaxWait: time.Minute}})
-	l.now, l.scriptNow = clk.Now, clk.Now
-	k := groupKey{boundary: "b"}
-	req := func(owner string) slotRequest {
-		return slotRequest{maxWait: time.Minute, owner: l.keys.owner(owner), weight: 1}
-	}
 	const owners = 1000
-	for i := 0; i < owners; i += 100 {
-		ins := make([]slotRequest, 0, 100)
-		for j := i; j < i+100; j++ {
-			ins = append(ins, req(fmt.Sprint("gone", j)))
-		}
-		if _, err := l.runBatch(context.Background(), k, ins); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base := l.cache.get("b", l.buildKeys).base
-	sizes := func() (int64, int64) {
-		return rdb.HLen(context.Background(), base+queueSlotsSuffix).Val(), rdb.ZCard(context.Background(), base+queueLatestSuffix).Val()
-	}
-	if h, z := sizes(); h != owners || z != owners {
-		t.Fatalf("after %d owners asked: %d fields, %d members", owners, h, z)
-	}
-	// Every slot is 10s ahead at most; past it, one owner keeps asking.
-	clk.Add(11 * time.Second)
-	for i := 0; ; i++ {
-		if _, err := l.runBatch(context.Background(), k, []slotRequest{req("A")}); err != nil {
-			t.Fatal(err)
-		}
-		clk.Add(10 * time.Millisecond)
-		h, z := sizes()
-		if h <= 1 && z <= 1 {
-			// Each run forgets up to 17 (n+16): 1000 take 59 runs.
-			if i > owners/17+1 {
-				t.Fatalf("took %d decisions to forget %d owners", i+1, owners)
+	for _, tc := range []struct {
+		name string
+		// ask makes decision i after the owners stopped asking.
+		ask func(i int) []slotRequest
+		// forgets: whether the stopped owners leave; else the queue keeps
+		// its size.
+		forgets bool
+	}{
+		{"new owner each decision", func(i int) []slotRequest { return []slotRequest{ownerRequest(fmt.Sprint("new", i))} }, true},
+		// Two requests and one token a decision: saturated.
+		{"saturated by one owner", func(int) []slotRequest { return []slotRequest{ownerRequest("A"), ownerRequest("A")} }, true},
+		{"one known owner sent now", func(int) []slotRequest { return []slotRequest{ownerRequest("A")} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rdb := redistest.Client(t)
+			clk := newRealFakeClock()
+			l := newTestRedis(t, rdb, redistest.Prefix(t), RedisConfig{Limits: []Limit{PerSecond(100)}, Queue: &FairQueue{MaxWait: time.Minute}})
+			l.now, l.scriptNow = clk.Now, clk.Now
+			k := groupKey{boundary: "b"}
+			run := func(ins []slotRequest) {
+				t.Helper()
+				for i := range ins {
+					ins[i].owner = l.keys.owner(ins[i].owner)
+				}
+				if _, err := l.runBatch(context.Background(), k, ins); err != nil {
+					t.Fatal(err)
+				}
 			}
-			return
-		}
-		if i > owners {
-			t.Fatalf("%d fields, %d members left after %d decisions", h, z, i+1)
-		}
+			run(tc.ask(-1)[:1]) // the owner A is known before the others stop
+			gone := make(map[string]bool, owners)
+			for i := 0; i < owners; i += 100 {
+				ins := make([]slotRequest, 0, 100)
+				for j := i; j < i+100; j++ {
+					ins = append(ins, ownerRequest(fmt.Sprint("gone", j)))
+					gone[l.keys.owner(fmt.Sprint("gone", j))] = true
+				}
+				run(ins)
+			}
+			base := l.cache.get("b", l.buildKeys).base
+			sizes := func() (int64, int64) {
+				return rdb.HLen(context.Background(), base+queueSlotsSuffix).Val(), rdb.ZCard(context.Background(), base+queueLatestSuffix).Val()
+			}
+			// Every owner has a latest slot; all but the first, sent now,
+			// hold one ahead and so a field of slots.
+			if h, z := sizes(); h != owners || z != owners+1 {
+				t.Fatalf("after %d owners asked: %d fields, %d members; want %d, %d", owners+1, h, z, owners, owners+1)
+			}
+			// Every slot is 10s ahead at most; past it, the others stopped.
+			clk.Add(11 * time.Second)
+			for i := 0; i < owners/17+1; i++ {
+				run(tc.ask(i))
+				clk.Add(10 * time.Millisecond)
+			}
+			h, z := sizes()
+			members, err := rdb.ZRange(context.Background(), base+queueLatestSuffix, 0, -1).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			left := 0
+			for _, m := range members {
+				if gone[m] {
+					left++
+				}
+			}
+			if tc.forgets && (left != 0 || h > z) {
+				t.Fatalf("%d owners that stopped asking left, %d fields, %d members after %d decisions", left, h, z, owners/17+1)
+			}
+			if !tc.forgets && z != owners+1 {
+				t.Fatalf("%d members after %d decisions of a known owner; want %d", z, owners/17+1, owners+1)
+			}
+		})
 	}
+}
+
+// ownerRequest is a request of owner (not yet keyed) that may wait a
+// minute for a slot of its own.
+func ownerRequest(owner string) slotRequest {
+	return slotRequest{maxWait: time.Minute, owner: owner, weight: 1}
 }

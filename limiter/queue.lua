@@ -8,15 +8,18 @@
 -- KEYS[2]        its scope's cooldown, KEYS[1] again without a scope (see
 --                decide.lua).
 -- KEYS[3..L+2]   one string per limit holding its TAT (see decide.lua).
--- KEYS[L+3]      the owners' slots: a hash, one field per owner holding the
---                slots (µs of Redis TIME, comma-separated) it has reserved
---                and not yet reached, after the latest it reached within
---                the lookahead.
+-- KEYS[L+3]      the owners' slots ahead: a hash, one field per owner that
+--                held slots ahead of now when it was last written, holding
+--                them (µs of Redis TIME, comma-separated). It is read only
+--                for an owner whose latest slot (KEYS[L+4]) is ahead, so an
+--                owner whose slots are all reached needs no field, and a
+--                field left from before means nothing.
 -- KEYS[L+4]      the owners' latest slots: a sorted set, one member per
---                owner of the hash, scored by its latest slot, so that the
---                number of owners holding a slot ahead of any time is one
---                ZCOUNT, and owners that stopped asking are found without
---                reading the others.
+--                owner, scored by its latest slot, whether reached or not,
+--                so that the number of owners holding a slot ahead of any
+--                time is one ZCOUNT, owners that stopped asking are found
+--                without reading the others, and an owner that is sent now
+--                costs one ZADD.
 -- ARGV[1]        the clock: 0 means Redis TIME; anything else is "now" in
 --                µs, which only tests send, so that queue order can be
 --                checked against a fake clock.
@@ -61,14 +64,19 @@
 -- so that the boundary stays busy while its requests come back for their
 -- next slot.
 --
--- Cost and memory: a run reads and writes the fields of its own requests'
--- owners only, counts the others with two ZCOUNTs, and forgets up to n+16
--- owners whose latest slot fell out of the lookahead (each run adds at
--- most n owners, so those that stopped asking drain by at least 16 a run,
--- and the keys expire once the latest slot is past the lookahead). Its time
--- is O((n+16) log N) for N owners; N is at most the owners holding a slot
--- ahead or within the lookahead (bounded by the slots the limits grant
--- within the longest wait), plus that draining remainder.
+-- Cost and memory: a run reads and writes the entries of its own
+-- requests' owners only and counts the others with two ZCOUNTs. A run that
+-- adds an owner, and every run on a saturated boundary, forgets up to n+16
+-- owners whose latest slot fell out of the lookahead; since a run adds at
+-- most n, the queue grows only while none is stale, so it never holds
+-- more owners than the most that ever had a slot within the lookahead at
+-- once (bounded by the slots the limits grant within the longest wait),
+-- and the keys expire once every latest slot is past the lookahead. Its
+-- time is O((n+16) log N) for N owners. A request sent now on a boundary
+-- that is not saturated, by an owner the queue knows, costs five commands
+-- (TIME, MGET, SET, ZADD, PEXPIRE), two more than decide.lua: the owner's
+-- latest slot and the key's life. The fair queue needs Redis 6.2
+-- (ZMSCORE).
 
 if redis.replicate_commands then redis.replicate_commands() end
 
@@ -100,69 +108,123 @@ end
 
 local T, B, R, tat = {}, {}, {}, {}
 local tmax = 0
+-- Not saturated: when every limit has a token now for all n requests, no
+-- owner holds a slot ahead (see below) and each request is sent now with
+-- nothing ahead, which is what the loop below would decide one by one
+-- (the n-th request's slot is the latest, and it is due).
+local idle = true
 for i = 1, nlim do
   T[i] = tonumber(ARGV[1 + 3 * i])
   B[i] = tonumber(ARGV[2 + 3 * i])
   R[i] = tonumber(ARGV[3 + 3 * i])
   tat[i] = math.max(tonumber(vals[i + 2]) or now, now)
   if T[i] > tmax then tmax = T[i] end
+  if tat[i] + n * T[i] - B[i] * T[i] > now then idle = false end
 end
 
--- The queue, for the owners of this batch only: each one's slots still
--- ahead of now (q) and its latest slot already reached if within the
--- lookahead (passed); for every owner, how many hold slots ahead (active,
--- the length of a round) and how many held one within the lookahead
--- (recent: an owner is alone only if no other is).
 local qkey, zkey = KEYS[nlim + 3], KEYS[nlim + 4]
 local horizon = now - lookahead
-local q, passed, dirty, owners = {}, {}, {}, {}
-do
-  -- Forget owners that stopped asking: their latest slot is out of the
-  -- lookahead, so they count for nothing.
-  local stale = redis.call('ZRANGEBYSCORE', zkey, '-inf', fmt(horizon), 'LIMIT', 0, n + 16)
+
+-- forget drops up to k owners whose latest slot fell out of the lookahead:
+-- they count for nothing.
+local function forget(k)
+  local stale = redis.call('ZRANGEBYSCORE', zkey, '-inf', horizon, 'LIMIT', 0, k)
   if #stale > 0 then
     redis.call('HDEL', qkey, unpack(stale))
     redis.call('ZREM', zkey, unpack(stale))
   end
-  local seen = {}
-  for j = 1, n do
-    local owner = ARGV[at + 3 * j - 1]
-    if not seen[owner] then
-      seen[owner] = true
-      owners[#owners + 1] = owner
-    end
+end
+
+-- save writes the limits' TATs after taking tokens, and the owners'
+-- latest slots (zadd: score, owner, ...) and slots ahead (hset: owner,
+-- slots, ...), each in one command: a command run from a script costs
+-- more than the Lua around it. It returns the number of owners new to the
+-- queue. Both queue keys mean nothing once every owner's latest slot is
+-- out of the lookahead. A slot is granted before its limits' TATs, and a
+-- TAT only moves later while its key lives (once it expires every slot is
+-- past), so the latest TAT bounds every owner's latest slot without
+-- reading them; and since the bound never moves back, the hash, written
+-- no later than the sorted set, never outlives it.
+local function save(zadd, hset)
+  local top = now
+  for i = 1, nlim do
+    -- Once the TAT is in the past the key means the same as no key.
+    redis.call('SET', KEYS[i + 2], tat[i], 'PX', math.ceil((tat[i] - now) / 1000) + 1)
+    if tat[i] > top then top = tat[i] end
   end
-  local vals = redis.call('HMGET', qkey, unpack(owners))
-  for k, owner in ipairs(owners) do
-    local slots = {}
-    if vals[k] then
-      for s in string.gmatch(vals[k], '%d+') do
-        s = tonumber(s)
-        if s > now then
-          slots[#slots + 1] = s
-        elseif s > horizon then
-          passed[owner] = math.max(passed[owner] or 0, s)
-        else
-          dirty[owner] = true
-        end
-      end
-    end
-    q[owner] = slots
+  if #zadd == 0 then return 0 end
+  local ttl = math.ceil((top + lookahead - now) / 1000) + 1
+  local added = redis.call('ZADD', zkey, unpack(zadd))
+  redis.call('PEXPIRE', zkey, ttl)
+  if #hset > 0 then
+    redis.call('HSET', qkey, unpack(hset))
+    redis.call('PEXPIRE', qkey, ttl)
+  end
+  return added
+end
+
+-- The batch's owners.
+local owners, seen = {}, {}
+for j = 1, n do
+  local owner = ARGV[at + 3 * j - 1]
+  if not seen[owner] then
+    seen[owner] = true
+    owners[#owners + 1] = owner
   end
 end
 
--- Not saturated: when every limit has a token now for all n requests and
--- no owner of the batch holds a slot ahead, each request is sent now with
--- nothing ahead, which is what the loop below would decide one by one
--- (the n-th request's slot is the latest, and it is due). The loop and the
--- owner counts are skipped, so such a run costs O(owners), not O(n),
--- beyond reading its arguments.
-local idle = true
-for _, owner in ipairs(owners) do
-  if #q[owner] > 0 then idle = false end
+if idle then
+  -- Every request is sent now: each limit gives n tokens, each owner's
+  -- latest slot is now. No owner holds a slot ahead: a slot s ahead of now
+  -- is granted only when its deciding limit is empty (tat + T - B*T = s),
+  -- which leaves that limit's TAT at s + B*T, so while s is ahead the
+  -- limit has no n tokens (tat + n*T - B*T >= s + n*T > now). The owners'
+  -- entries, the loop and the owner counts are skipped, so such a run
+  -- costs O(owners), not O(n), beyond reading its arguments, and it
+  -- forgets stale owners only when it adds one: the queue grows only in
+  -- runs that forget up to 16 more than they add.
+  local zadd = {}
+  for k, owner in ipairs(owners) do
+    zadd[2 * k - 1] = now
+    zadd[2 * k] = owner
+  end
+  for i = 1, nlim do tat[i] = tat[i] + n * T[i] end
+  if save(zadd, {}) > 0 then forget(n + 16) end
+  return reply
 end
-for i = 1, nlim do
-  if tat[i] + n * T[i] - B[i] * T[i] > now then idle = false end
+
+-- Saturated: the queue, for the owners of this batch only: each one's
+-- slots still ahead of now (q) and its latest slot already reached if
+-- within the lookahead (passed); for every owner, how many hold slots
+-- ahead (active, the length of a round) and how many held one within the
+-- lookahead (recent: an owner is alone only if no other is).
+forget(n + 16)
+local latest = redis.call('ZMSCORE', zkey, unpack(owners))
+local q, passed, dirty, ahead = {}, {}, {}, {}
+for k, owner in ipairs(owners) do
+  local s = tonumber(latest[k])
+  q[owner] = {}
+  if s and s > now then
+    ahead[#ahead + 1] = owner
+  elseif s and s > horizon then
+    passed[owner] = s
+  end
+end
+if #ahead > 0 then
+  -- An owner's latest slot says all when it is reached; only owners with
+  -- one ahead have their slots read from the hash.
+  local vals = redis.call('HMGET', qkey, unpack(ahead))
+  for k, owner in ipairs(ahead) do
+    local slots = q[owner]
+    for s in string.gmatch(vals[k] or '', '%d+') do
+      s = tonumber(s)
+      if s > now then
+        slots[#slots + 1] = s
+      elseif s > horizon then
+        passed[owner] = math.max(passed[owner] or 0, s)
+      end
+    end
+  end
 end
 
 local taken, refused, behind = 0, 0, {}
@@ -170,20 +232,9 @@ local taken, refused, behind = 0, 0, {}
 -- request sent now whose owner holds no slot ahead, shared because it is
 -- the common case on a boundary that is not saturated.
 local rows, granted_now, all_now = {}, {1, 0, 0, 0, 0}, true
-if idle then
-  for i = 1, nlim do tat[i] = tat[i] + n * T[i] end
-  for _, owner in ipairs(owners) do
-    passed[owner] = now
-    dirty[owner] = true
-  end
-  taken = n
-end
-local active, recent = 0, 0
-if not idle then
-  active = redis.call('ZCOUNT', zkey, '(' .. fmt(now), '+inf')
-  recent = redis.call('ZCOUNT', zkey, '(' .. fmt(horizon), '+inf')
-end
-for j = 1, idle and 0 or n do
+local active = redis.call('ZCOUNT', zkey, '(' .. fmt(now), '+inf')
+local recent = redis.call('ZCOUNT', zkey, '(' .. fmt(horizon), '+inf')
+for j = 1, n do
   local a = at + 3 * j - 2
   local maxwait, owner, weight = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
   -- slot: when every limit has a token for this request; place: the same
@@ -235,47 +286,20 @@ for j = 1, idle and 0 or n do
   if r ~= granted_now then all_now = false end
 end
 
-if taken > 0 then
-  for i = 1, nlim do
-    -- Once the TAT is in the past the key means the same as no key.
-    redis.call('SET', KEYS[i + 2], fmt(tat[i]), 'PX', math.ceil((tat[i] - now) / 1000) + 1)
-  end
-end
--- One HSET, one ZADD (and one HDEL, one ZREM) for all the batch's owners:
--- a command run from a script costs more than the Lua around it.
-local hset, zadd, gone = {}, {}, {}
+-- Every owner granted a slot has a latest one, reached or ahead.
+local hset, zadd = {}, {}
 for owner in pairs(dirty) do
-  local slots, s = q[owner], {}
-  if passed[owner] then s[1] = fmt(passed[owner]) end
-  for _, v in ipairs(slots) do s[#s + 1] = fmt(v) end
-  if #s > 0 then
+  local slots = q[owner]
+  zadd[#zadd + 1] = slots[#slots] or passed[owner]
+  zadd[#zadd + 1] = owner
+  if #slots > 0 then
+    local s = {}
+    for k, v in ipairs(slots) do s[k] = fmt(v) end
     hset[#hset + 1] = owner
     hset[#hset + 1] = table.concat(s, ',')
-    zadd[#zadd + 1] = fmt(slots[#slots] or passed[owner])
-    zadd[#zadd + 1] = owner
-  else
-    gone[#gone + 1] = owner
   end
 end
-if #hset > 0 then
-  redis.call('HSET', qkey, unpack(hset))
-  redis.call('ZADD', zkey, unpack(zadd))
-end
-if #gone > 0 then
-  redis.call('HDEL', qkey, unpack(gone))
-  redis.call('ZREM', zkey, unpack(gone))
-end
-local wrote = #hset > 0 or #gone > 0
-if wrote then
-  -- Both keys mean nothing once the latest slot of any owner is out of
-  -- the lookahead.
-  local top = redis.call('ZRANGE', zkey, -1, -1, 'WITHSCORES')
-  if top[2] then
-    local ttl = math.ceil((tonumber(top[2]) + lookahead - now) / 1000) + 1
-    redis.call('PEXPIRE', qkey, ttl)
-    redis.call('PEXPIRE', zkey, ttl)
-  end
-end
+if taken > 0 then save(zadd, hset) end
 -- Every request sent now, none of its owner's slots ahead: the reply is
 -- {now} alone, so that it does not grow with the batch.
 if all_now then return reply end
