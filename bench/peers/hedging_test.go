@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -17,25 +18,38 @@ import (
 	"github.com/retrybudget/retrybudget"
 )
 
-// The provider of the hedging scenarios: most requests take tailMedian,
+// The provider of the hedging scenarios: most requests take its median,
 // the slowest tailShare of them 20 times as long.
 const (
-	tailMedian = 20 * time.Millisecond
-	tailSlow   = 20 * tailMedian
-	tailShare  = 0.05
-	// hedgeDelay is the fixed delay of the contenders that take one: a
-	// quarter above the median, as an operator who knows the provider
-	// would set it.
-	hedgeDelay = 25 * time.Millisecond
+	// defaultTailMedian is the provider's median unless PEERS_TAIL_MEDIAN
+	// (a duration) says otherwise.
+	defaultTailMedian = 20 * time.Millisecond
+	tailShare         = 0.05
 )
 
-// tailProvider answers 200 after tailMedian, or after tailSlow for a
+// tailMedian returns the slow-tail provider's median: defaultTailMedian,
+// or PEERS_TAIL_MEDIAN, so that the fixed costs of a hedge (a timer, a
+// goroutine, a connection) can be seen apart from the median they sit on.
+func tailMedian() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("PEERS_TAIL_MEDIAN")); err == nil && d > 0 {
+		return d
+	}
+	return defaultTailMedian
+}
+
+// hedgeDelay is the fixed delay of the contenders that take one, for a
+// provider of the given median: a quarter above it, as an operator who
+// knows the provider would set it.
+func hedgeDelay(median time.Duration) time.Duration { return median * 5 / 4 }
+
+// tailProvider answers 200 after median, or after 20 times median for a
 // share tailShare of arrivals, drawn from a seeded source; it stops
 // working on a request whose client went away. While down, it answers
 // every request 503 after outageLatency instead (overloaded: slow and
 // failing).
 type tailProvider struct {
-	down atomic.Bool
+	median time.Duration
+	down   atomic.Bool
 
 	mu  sync.Mutex // guards rnd
 	rnd *rand.Rand
@@ -44,8 +58,8 @@ type tailProvider struct {
 // outageLatency is how long the provider takes to answer 503 while down.
 const outageLatency = 200 * time.Millisecond
 
-func newTailProvider() *tailProvider {
-	return &tailProvider{rnd: rand.New(rand.NewPCG(1, 2))}
+func newTailProvider(median time.Duration) *tailProvider {
+	return &tailProvider{median: median, rnd: rand.New(rand.NewPCG(1, 2))}
 }
 
 func (p *tailProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -53,12 +67,12 @@ func (p *tailProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	slow := p.rnd.Float64() < tailShare
 	p.mu.Unlock()
-	d := tailMedian
+	d := p.median
 	switch {
 	case down:
 		d = outageLatency
 	case slow:
-		d = tailSlow
+		d = 20 * p.median
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -85,23 +99,23 @@ func rbHedgePercentile(p float64) contender {
 	}
 }
 
-func rbHedgeFixed() contender {
+func rbHedgeFixed(delay time.Duration) contender {
 	return contender{
-		name:   "retrybudget, hedge 25ms",
-		config: "as retrybudget with `HedgeDelay: 25ms`",
+		name:   fmt.Sprintf("retrybudget, hedge %v", delay),
+		config: fmt.Sprintf("as retrybudget with `HedgeDelay: %v`", delay),
 		rt: func(base http.RoundTripper) http.RoundTripper {
 			return retrybudget.New(retrybudget.Config{Base: base, MaxAttempts: maxAttempts, BaseDelay: baseDelay, MaxDelay: maxDelay,
-				HedgeDelay: hedgeDelay})
+				HedgeDelay: delay})
 		},
 	}
 }
 
-func failsafeHedgeFixed() contender {
+func failsafeHedgeFixed(delay time.Duration) contender {
 	return contender{
-		name:   "failsafehttp, hedge 25ms",
-		config: "`NewRoundTripper(base, hedgepolicy.NewWithDelay(25ms))`: one hedge, the first result of either copy cancels the other",
+		name:   fmt.Sprintf("failsafehttp, hedge %v", delay),
+		config: fmt.Sprintf("`NewRoundTripper(base, hedgepolicy.NewWithDelay(%v))`: one hedge, the first result of either copy cancels the other", delay),
 		rt: func(base http.RoundTripper) http.RoundTripper {
-			return failsafehttp.NewRoundTripper(base, hedgepolicy.NewWithDelay[*http.Response](hedgeDelay))
+			return failsafehttp.NewRoundTripper(base, hedgepolicy.NewWithDelay[*http.Response](delay))
 		},
 	}
 }
@@ -117,14 +131,14 @@ func failsafeHedgeQuantile(p float64) contender {
 	}
 }
 
-func failsafeRetryHedge() contender {
+func failsafeRetryHedge(delay time.Duration) contender {
 	return contender{
-		name:   "failsafehttp + hedge 25ms",
-		config: "as failsafehttp, its retry policy around `hedgepolicy.NewWithDelay(25ms)`: every attempt is hedged",
+		name:   fmt.Sprintf("failsafehttp + hedge %v", delay),
+		config: fmt.Sprintf("as failsafehttp, its retry policy around `hedgepolicy.NewWithDelay(%v)`: every attempt is hedged", delay),
 		rt: func(base http.RoundTripper) http.RoundTripper {
 			return failsafehttp.NewRoundTripper(base, failsafehttp.NewRetryPolicyBuilder().
 				WithMaxRetries(maxAttempts-1).WithBackoff(baseDelay, maxDelay).Build(),
-				hedgepolicy.NewWithDelay[*http.Response](hedgeDelay))
+				hedgepolicy.NewWithDelay[*http.Response](delay))
 		},
 	}
 }
@@ -140,16 +154,17 @@ func percentile(rs []result, p float64) time.Duration {
 }
 
 // testSlowTail: the slowest 5 % of the provider's answers take 20 times
-// its median. 2,000 GETs, 10 at a time: the callers' median and 99th
-// percentile, and how many requests beyond one per call reached the
-// provider.
+// its median (tailMedian). 2,000 GETs, 10 at a time: the callers' median
+// and 99th percentile, and how many requests beyond one per call reached
+// the provider.
 func testSlowTail(t *testing.T) {
 	const n, conc = 2000, 10
+	median := tailMedian()
 	var b strings.Builder
 	b.WriteString("| library | p50 | p90 | p99 | p99 / p50 | max | extra requests | caller gets |\n|---|---|---|---|---|---|---|---|\n")
-	for _, c := range []contender{bare(), rbDefault(), rbHedgePercentile(95), rbHedgePercentile(90), rbHedgeFixed(),
-		failsafeHedgeQuantile(95), failsafeHedgeQuantile(90), failsafeHedgeFixed()} {
-		srv := newCounting(t, newTailProvider().ServeHTTP)
+	for _, c := range []contender{bare(), rbDefault(), rbHedgePercentile(95), rbHedgePercentile(90), rbHedgeFixed(hedgeDelay(median)),
+		failsafeHedgeQuantile(95), failsafeHedgeQuantile(90), failsafeHedgeFixed(hedgeDelay(median))} {
+		srv := newCounting(t, newTailProvider(median).ServeHTTP)
 		base := newBase()
 		start := time.Now()
 		rs := run(c, c.rt(base), srv.URL, "GET", n, conc, 10*time.Second)
@@ -167,7 +182,7 @@ func testSlowTail(t *testing.T) {
 		}
 	}
 	t.Logf("slow tail: %v per answer, %v for a seeded %.0f %% of them; %d logical GETs, %d at a time\n\n%s",
-		tailMedian, tailSlow, 100*tailShare, n, conc, b.String())
+		median, 20*median, 100*tailShare, n, conc, b.String())
 }
 
 // testSlowOutage: the provider answers every request 503 after 200ms
@@ -180,11 +195,12 @@ func testSlowOutage(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("| library | down from the start: requests per call | down after 100 answers: requests per call | caller gets (after answers) |\n|---|---|---|---|\n")
 	per := map[string][2]float64{}
-	for _, c := range []contender{rbDefault(), rbHedgeFixed(), rbHedgePercentile(95), failsafe(), failsafeRetryHedge()} {
+	fixed := rbHedgeFixed(hedgeDelay(defaultTailMedian))
+	for _, c := range []contender{rbDefault(), fixed, rbHedgePercentile(95), failsafe(), failsafeRetryHedge(hedgeDelay(defaultTailMedian))} {
 		var row [2]float64
 		var rs []result
 		for i, healthyFirst := range []bool{false, true} {
-			p := newTailProvider()
+			p := newTailProvider(defaultTailMedian)
 			srv := newCounting(t, p.ServeHTTP)
 			base := newBase()
 			rt := c.rt(base)
@@ -206,7 +222,7 @@ func testSlowOutage(t *testing.T) {
 	// more requests in all, give or take what the budget's floor (10
 	// retries a second) refills in the time one run differs from another.
 	const slack = 0.10
-	for _, name := range []string{"retrybudget, hedge 25ms", "retrybudget, hedge p95"} {
+	for _, name := range []string{fixed.name, "retrybudget, hedge p95"} {
 		for i, when := range []string{"from the start", "after answers"} {
 			if got, want := per[name][i], per["retrybudget"][i]; got > want+slack {
 				t.Errorf("%s: %.2f requests per call in an outage %s, more than the %.2f without hedging", name, got, when, want)
