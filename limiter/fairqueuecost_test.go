@@ -177,3 +177,43 @@ func TestFairQueueForgetsOwnersThatStoppedAsking(t *testing.T) {
 func ownerRequest(owner string) slotRequest {
 	return slotRequest{maxWait: time.Minute, owner: owner, weight: 1}
 }
+
+// TestFairQueueSlotsNeverOutliveTheirOwners: with OwnerShare, an owner's
+// share limit may run far ahead of the boundary's; the hash of slots
+// ahead, written with it, must still expire no later than the sorted set
+// of owners, which a later decision of another owner sets from the
+// boundary's limit, or its fields would outlive the entries that forget
+// removes them with.
+func TestFairQueueSlotsNeverOutliveTheirOwners(t *testing.T) {
+	rdb := redistest.Client(t)
+	l := newTestRedis(t, rdb, redistest.Prefix(t), RedisConfig{
+		Limits:     []Limit{PerSecond(100).WithBurst(100)},
+		OwnerShare: 0.5,
+		Queue:      &FairQueue{MaxWait: time.Minute},
+	})
+	ctx := context.Background()
+	batch := func(owner string, n int) {
+		t.Helper()
+		ins := make([]slotRequest, n)
+		for i := range ins {
+			ins[i] = slotRequest{maxWait: time.Minute, owner: l.keys.owner(owner), weight: n}
+		}
+		if _, err := l.runBatch(ctx, groupKey{boundary: "b", owner: owner}, ins); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// B's share (50/s, burst 50) is spent by its 50th request: its 51st
+	// waits for a slot ahead, and its share's TAT is a second ahead.
+	batch("B", 51)
+	// C is sent now; the boundary's TAT is half a second ahead.
+	batch("C", 1)
+	base := l.cache.get("b", l.buildKeys).base
+	hash := rdb.PTTL(ctx, base+queueSlotsSuffix).Val()
+	set := rdb.PTTL(ctx, base+queueLatestSuffix).Val()
+	if hash <= 0 || set <= 0 {
+		t.Fatalf("TTLs %v (hash) and %v (sorted set): want both keys with a TTL", hash, set)
+	}
+	if hash > set {
+		t.Fatalf("the hash of slots expires in %v, after the sorted set of owners (%v)", hash, set)
+	}
+}

@@ -140,20 +140,22 @@ end
 -- slots, ...), each in one command: a command run from a script costs
 -- more than the Lua around it. It returns the number of owners new to the
 -- queue. Both queue keys mean nothing once every owner's latest slot is
--- out of the lookahead. A slot is granted before its limits' TATs, and a
--- TAT only moves later while its key lives (once it expires every slot is
--- past), so the latest TAT bounds every owner's latest slot without
--- reading them; and since the bound never moves back, the hash, written
--- no later than the sorted set, never outlives it.
+-- out of the lookahead. The first limit is the boundary's in every batch
+-- (an owner's share limits follow the boundary's), and a slot is granted
+-- before the TAT of every limit of its batch, so the first limit's TAT
+-- bounds every owner's latest slot without reading them. That TAT only
+-- moves later while its key lives (once it expires every slot is past),
+-- so the keys' expiry never moves back, and the hash, written no later
+-- than the sorted set, never outlives it: no field outlives its owner's
+-- entry, which forget removes with it. (Another limit's TAT, an owner's
+-- share, may run far ahead and would let the hash outlive the set.)
 local function save(zadd, hset)
-  local top = now
   for i = 1, nlim do
     -- Once the TAT is in the past the key means the same as no key.
     redis.call('SET', KEYS[i + 2], tat[i], 'PX', math.ceil((tat[i] - now) / 1000) + 1)
-    if tat[i] > top then top = tat[i] end
   end
   if #zadd == 0 then return 0 end
-  local ttl = math.ceil((top + lookahead - now) / 1000) + 1
+  local ttl = math.ceil(((tat[1] or now) + lookahead - now) / 1000) + 1
   local added = redis.call('ZADD', zkey, unpack(zadd))
   redis.call('PEXPIRE', zkey, ttl)
   if #hset > 0 then
@@ -182,7 +184,10 @@ if idle then
   -- entries, the loop and the owner counts are skipped, so such a run
   -- costs O(owners), not O(n), beyond reading its arguments, and it
   -- forgets stale owners only when it adds one: the queue grows only in
-  -- runs that forget up to 16 more than they add.
+  -- runs that forget up to 16 more than they add. (The argument needs the
+  -- processes to share the boundary's limits. While a change of Limits
+  -- rolls out, the new limits' keys, named by interval and burst, start
+  -- full, and an owner may get one slot beyond its weight from them.)
   local zadd = {}
   for k, owner in ipairs(owners) do
     zadd[2 * k - 1] = now
