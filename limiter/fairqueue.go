@@ -39,7 +39,8 @@ import (
 // requests in flight cannot keep another's out of the script's sight, and
 // an owner's requests refused for holding all its slots come back one
 // round apart, not all at its next slot. An owner alone
-// may hold slots up to Lookahead ahead, beyond its weight.
+// may hold slots up to Lookahead ahead, beyond its weight. The queue needs
+// Redis 6.2 or later (its script reads owners with ZMSCORE).
 type FairQueue struct {
 	// Weights gives an owner (Request.Owner) that many slots per round,
 	// instead of one. Every process of the fleet must use the same
