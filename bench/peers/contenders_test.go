@@ -53,9 +53,15 @@ func rbDefault() contender {
 			"retry budget 10% of first attempts + 10 retries/s, jitter 0.5, MaxWait 60s; " +
 			"a POST gets a generated Idempotency-Key, repeated only when it cannot have been applied (KeysHonoured false)",
 		rt: func(base http.RoundTripper) http.RoundTripper {
-			return retrybudget.New(retrybudget.Config{Base: base, MaxAttempts: maxAttempts, BaseDelay: baseDelay, MaxDelay: maxDelay})
+			return retrybudget.New(rbConfig(base))
 		},
 	}
+}
+
+// rbConfig is the Config of the retrybudget contender, which the others
+// ("as retrybudget with ...") change one field of.
+func rbConfig(base http.RoundTripper) retrybudget.Config {
+	return retrybudget.Config{Base: base, MaxAttempts: maxAttempts, BaseDelay: baseDelay, MaxDelay: maxDelay}
 }
 
 func rbAction() contender {
@@ -74,8 +80,9 @@ func rbUnlimited() contender {
 		name:   "retrybudget, budget off",
 		config: "as retrybudget with `Budget: UnlimitedBudget{}`",
 		rt: func(base http.RoundTripper) http.RoundTripper {
-			return retrybudget.New(retrybudget.Config{Base: base, MaxAttempts: maxAttempts, BaseDelay: baseDelay, MaxDelay: maxDelay,
-				Budget: budget.Unlimited{}})
+			cfg := rbConfig(base)
+			cfg.Budget = budget.Unlimited{}
+			return retrybudget.New(cfg)
 		},
 	}
 }

@@ -93,8 +93,9 @@ func rbHedgePercentile(p float64) contender {
 		config: fmt.Sprintf("as retrybudget with `HedgePercentile: %v`: one hedge after the %vth percentile of the destination's latencies "+
 			"(once it has 32), spending the default retry budget", p, p),
 		rt: func(base http.RoundTripper) http.RoundTripper {
-			return retrybudget.New(retrybudget.Config{Base: base, MaxAttempts: maxAttempts, BaseDelay: baseDelay, MaxDelay: maxDelay,
-				HedgePercentile: p})
+			cfg := rbConfig(base)
+			cfg.HedgePercentile = p
+			return retrybudget.New(cfg)
 		},
 	}
 }
@@ -104,8 +105,9 @@ func rbHedgeFixed(delay time.Duration) contender {
 		name:   fmt.Sprintf("retrybudget, hedge %v", delay),
 		config: fmt.Sprintf("as retrybudget with `HedgeDelay: %v`", delay),
 		rt: func(base http.RoundTripper) http.RoundTripper {
-			return retrybudget.New(retrybudget.Config{Base: base, MaxAttempts: maxAttempts, BaseDelay: baseDelay, MaxDelay: maxDelay,
-				HedgeDelay: delay})
+			cfg := rbConfig(base)
+			cfg.HedgeDelay = delay
+			return retrybudget.New(cfg)
 		},
 	}
 }
