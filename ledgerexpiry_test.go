@@ -14,19 +14,10 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/internal/fakeclock"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/slogretry"
 )
-
-// fakeNow is a clock the test moves by hand.
-type fakeNow struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
-
-func (c *fakeNow) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *fakeNow) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 // TestLedgerEventReportsExpiry runs one action three times: the second
 // call comes past the record's retention (within ExpiryGrace), so its
@@ -43,7 +34,7 @@ func TestLedgerEventReportsExpiry(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 	}))
 	defer srv.Close()
-	clock := &fakeNow{now: time.Unix(1_000_000, 0)}
+	clock := fakeclock.New(time.Unix(1_000_000, 0))
 	store := ledger.NewMemory(ledger.MemoryConfig{Config: ledger.Config{Retention: time.Hour}, Now: clock.Now})
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

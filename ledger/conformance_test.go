@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/retrybudget/retrybudget/internal/fakeclock"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/ledger/ledgertest"
 )
 
 func newMemoryHarness(t *testing.T) ledgertest.Harness {
-	clock := ledger.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 	short := time.Minute
 	return ledgertest.Harness{
 		Store:   ledger.NewMemory(ledger.MemoryConfig{Now: clock.Now, Config: ledger.Config{FingerprintKeys: ledgertest.FingerprintKeys()}}),

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/fakeclock"
 )
 
 // manualTicker is a ticker the test fires by hand.
@@ -24,7 +26,7 @@ func (m *manualTicker) tick(d time.Duration) (<-chan time.Time, func()) {
 }
 
 func TestKeeperRenewsUntilStopped(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := fakeclock.New(time.Unix(1000, 0))
 	s := NewMemory(MemoryConfig{Now: clock.Now})
 	const lease = 30 * time.Second
 	res, err := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, Lease: lease})
@@ -57,7 +59,7 @@ func TestKeeperRenewsUntilStopped(t *testing.T) {
 }
 
 func TestKeeperReportsLostOwnership(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := fakeclock.New(time.Unix(1000, 0))
 	s := NewMemory(MemoryConfig{Now: clock.Now})
 	res, _ := s.Reserve(t.Context(), ReserveRequest{Key: keyA, Fingerprint: fpA, Lease: time.Second})
 	tk := newManualTicker()

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/fakeclock"
 )
 
 // TestMemoryFloodBounded pins that ledger.Memory, the middleware's default
@@ -15,7 +17,7 @@ import (
 // stays near the cap.
 func TestMemoryFloodBounded(t *testing.T) {
 	const maxBytes = 8 << 20
-	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	m := NewMemory(MemoryConfig{Now: clock.Now, MaxBytes: maxBytes})
 	body := make([]byte, 32<<10)
 	var before runtime.MemStats
@@ -53,7 +55,7 @@ func TestMemoryFloodBounded(t *testing.T) {
 // action with ErrFull and keeps every record in progress; once records
 // expire, it drops them and admits again.
 func TestMemoryFullNeverEvictsInProgress(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	m := NewMemory(MemoryConfig{Now: clock.Now, MaxRecords: 10})
 	key := func(i int) Key { return Key{Operation: "op", Key: fmt.Sprint(i)} }
 	for i := range 10 {

@@ -3,28 +3,11 @@ package ledger
 import (
 	"errors"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/fakeclock"
 )
-
-// fakeClock is a clock that moves only when told to.
-type fakeClock struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // keyA, fpA and fpB are the action and fingerprints of the package's own
 // tests; the conformance suite (ledgertest) has its own.
@@ -37,7 +20,7 @@ var (
 // TestMemoryEvictsWithoutSweep pins that a Memory store that is never
 // swept still drops expired records (past ExpiryGrace) as new ones arrive.
 func TestMemoryEvictsWithoutSweep(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(0, 0)}
+	clock := fakeclock.New(time.Unix(0, 0))
 	m := NewMemory(MemoryConfig{Now: clock.Now, Config: Config{Retention: time.Minute}})
 	for i := range 100 {
 		if _, err := m.Reserve(t.Context(), ReserveRequest{Key: Key{Key: strconv.Itoa(i)}}); err != nil {

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/fakeclock"
 )
 
 // TestMonitorReportsAndReconciles drives two sweeps by hand: the first
 // reports the stuck and uncertain actions and reconciles them, the second
 // finds nothing left.
 func TestMonitorReportsAndReconciles(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := fakeclock.New(time.Unix(1000, 0))
 	s := NewMemory(MemoryConfig{Now: clock.Now})
 	ctx := t.Context()
 	stuck, _ := s.Reserve(ctx, ReserveRequest{Key: Key{Key: "stuck"}, Fingerprint: fpA, Lease: time.Second})

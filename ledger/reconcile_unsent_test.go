@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/fakeclock"
 )
 
 // TestReconcileReleasesNeverSentAction pins what a reconciler's takeover
@@ -13,7 +15,7 @@ import (
 // reconciler's grant (which makes no such promise) would end as an action
 // that may have been sent, and the resubmission would be told uncertain.
 func TestReconcileReleasesNeverSentAction(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := fakeclock.New(time.Unix(1000, 0))
 	s := NewMemory(MemoryConfig{Now: clock.Now})
 	ctx := t.Context()
 	k := Key{Tenant: "acme", Operation: "charge", Key: "never-sent"}

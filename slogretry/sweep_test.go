@@ -8,31 +8,21 @@ import (
 	"os"
 	"reflect"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/internal/fakeclock"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/slogretry"
 )
-
-// fakeNow is a clock the test moves by hand.
-type fakeNow struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
-
-func (c *fakeNow) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *fakeNow) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 // stuckLedger returns a Memory ledger on a fake clock holding an action in
 // progress whose lease ran out ("stuck"), an uncertain one ("uncertain")
 // and a live one ("alive").
 func stuckLedger(t *testing.T) *ledger.Memory {
 	t.Helper()
-	clock := &fakeNow{now: time.Unix(1_000_000, 0)}
+	clock := fakeclock.New(time.Unix(1_000_000, 0))
 	s := ledger.NewMemory(ledger.MemoryConfig{Now: clock.Now})
 	ctx := t.Context()
 	for _, k := range []string{"stuck", "uncertain", "alive"} {
