@@ -7,42 +7,25 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/retrybudget/retrybudget"
 	"github.com/retrybudget/retrybudget/idempotency"
+	"github.com/retrybudget/retrybudget/internal/fakeclock"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
-// fakeClock is the Memory store's clock; tests move it with advance.
-type fakeClock struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newFakeClock returns the Memory store's clock, which tests move.
+func newFakeClock() *fakeclock.Clock {
+	return fakeclock.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // env is a service with one guarded handler on several routes, over a
 // Memory store with a fake clock.
 type env struct {
-	clock *fakeClock
+	clock *fakeclock.Clock
 	store *ledger.Memory
 	mux   *http.ServeMux
 	runs  atomic.Int32

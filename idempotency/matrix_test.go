@@ -195,7 +195,7 @@ func TestReplayMatrix(t *testing.T) {
 			name: "in progress elsewhere: pending with Retry-After",
 			before: func(t *testing.T, e *env) {
 				reserve(t, e, thingsKey("k1"), fingerprint(request{}))
-				e.clock.advance(10*time.Second + time.Millisecond)
+				e.clock.Advance(10*time.Second + time.Millisecond)
 			},
 			steps: []step{{req: request{}, want: want{status: 409, problem: idempotency.TypePending,
 				header: map[string]string{"Retry-After": "1"}}}},
@@ -263,7 +263,7 @@ func TestReplayMatrix(t *testing.T) {
 			name: "owner died mid-request (lease over): uncertain",
 			before: func(t *testing.T, e *env) {
 				reserve(t, e, thingsKey("k1"), fingerprint(request{}))
-				e.clock.advance(ledger.DefaultLease)
+				e.clock.Advance(ledger.DefaultLease)
 			},
 			steps: []step{{req: request{}, want: want{status: 409, problem: idempotency.TypeUncertain}}},
 		},
@@ -272,7 +272,7 @@ func TestReplayMatrix(t *testing.T) {
 			cfg:  idempotency.Config{RerunUncertain: true},
 			before: func(t *testing.T, e *env) {
 				reserve(t, e, thingsKey("k1"), fingerprint(request{}))
-				e.clock.advance(ledger.DefaultLease)
+				e.clock.Advance(ledger.DefaultLease)
 			},
 			steps: []step{{req: request{}, want: first}},
 			runs:  1,
@@ -370,7 +370,7 @@ func TestReplayMatrix(t *testing.T) {
 				row.before(t, e)
 			}
 			for i, s := range row.steps {
-				e.clock.advance(s.advance)
+				e.clock.Advance(s.advance)
 				res := e.send(s.req)
 				checkResponse(t, i, res, s.want)
 			}

@@ -61,7 +61,7 @@ func TestDerivedStepRecordOutlivesItsAction(t *testing.T) {
 	if res := e.send(request{body: `{"amount":100}`}); res.Code != http.StatusCreated {
 		t.Fatalf("first request: %d %s", res.Code, res.Body)
 	}
-	e.clock.advance(time.Hour) // the inbound record is gone; the step's is not
+	e.clock.Advance(time.Hour) // the inbound record is gone; the step's is not
 	if _, err := e.store.Get(context.Background(), thingsKey("k1")); err == nil {
 		t.Fatal("inbound record still there after an hour")
 	}
@@ -131,7 +131,7 @@ func crashRecoveryWhenNeverCalled(t *testing.T, atomicMode bool) {
 		t.Fatalf("dead step reserve: %v %v", sres.Verdict, err)
 	}
 
-	e.clock.advance(inboundLease + time.Second) // inbound lease over, step's not
+	e.clock.Advance(inboundLease + time.Second) // inbound lease over, step's not
 	for i := range 3 {
 		r := e.send(request{})
 		if r.Code != http.StatusConflict || problemBody(t, r).Type != idempotency.TypePending {
@@ -155,7 +155,7 @@ func crashRecoveryWhenNeverCalled(t *testing.T, atomicMode bool) {
 		t.Fatalf("provider called %d times while the step was held", n)
 	}
 
-	e.clock.advance(outboundLease - inboundLease) // both leases over
+	e.clock.Advance(outboundLease - inboundLease) // both leases over
 	r := e.send(request{})
 	if r.Code != http.StatusCreated {
 		t.Fatalf("after both leases: %d %s; want 201", r.Code, r.Body)
