@@ -197,18 +197,26 @@ func (l *simLink) stalledUntil(now time.Time) (time.Time, bool) {
 	return until, s.OutageLen > 0 && !now.Before(from) && now.Before(until)
 }
 
-// simConn delays each write by the link's latency, and answers nothing
-// while the link stalls (until the read deadline, as a hung Redis).
+// simConn delays each write by the link's latency (up to the write
+// deadline), and answers nothing while the link stalls (until the read
+// deadline, as a hung Redis).
 type simConn struct {
 	net.Conn
 	link *simLink
-	mu   sync.Mutex // guards readDeadline
-	// readDeadline is the deadline go-redis set for reads.
-	readDeadline time.Time
+	mu   sync.Mutex // guards readDeadline and writeDeadline
+	// readDeadline and writeDeadline are the deadlines go-redis set.
+	readDeadline, writeDeadline time.Time
 }
 
 func (c *simConn) Write(p []byte) (int, error) {
 	if d := c.link.r.Schedule().LimiterLatency; d > 0 {
+		c.mu.Lock()
+		dl := c.writeDeadline
+		c.mu.Unlock()
+		if !dl.IsZero() && time.Until(dl) < d {
+			time.Sleep(time.Until(dl))
+			return 0, os.ErrDeadlineExceeded
+		}
 		time.Sleep(d) // the request travels
 	}
 	return c.Conn.Write(p)
@@ -235,9 +243,16 @@ func (c *simConn) SetReadDeadline(t time.Time) error {
 	return c.Conn.SetReadDeadline(t)
 }
 
+func (c *simConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.writeDeadline = t
+	c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(t)
+}
+
 func (c *simConn) SetDeadline(t time.Time) error {
 	c.mu.Lock()
-	c.readDeadline = t
+	c.readDeadline, c.writeDeadline = t, t
 	c.mu.Unlock()
 	return c.Conn.SetDeadline(t)
 }

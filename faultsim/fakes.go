@@ -325,10 +325,11 @@ func (l simLimiter) Allow(ctx context.Context, req limiter.Request) (limiter.Dec
 		if ci != nil {
 			ci.limiterErrs++
 		}
-		if bound := r.w.LimiterTimeout() * 3 / 2; !l.outage && took > bound {
+		if bound := l.failureBound(ctx, start); !l.outage && took > bound {
 			r.violations = append(r.violations, fmt.Sprintf(
-				"an unavailable limiter answers within its Timeout: Allow failed after %v (Timeout %v, slack %v): %v",
-				took, r.w.LimiterTimeout(), bound-r.w.LimiterTimeout(), err))
+				"a limiter that cannot decide answers within its Timeout and by its caller's deadline: "+
+					"Allow failed after %v (bound %v: Timeout %v, fair queue %v): %v",
+				took, bound, r.w.LimiterTimeout(), r.s.FairQueue, err))
 		}
 	case d.Allowed:
 		if req.Boundary == simHost {
@@ -338,6 +339,28 @@ func (l simLimiter) Allow(ctx context.Context, req limiter.Request) (limiter.Dec
 		ci.limiterRefusals++
 	}
 	return d, err
+}
+
+// queueMaxWait is the fair queue's MaxWait in the Redis world, which
+// leaves it at its default.
+const queueMaxWait = 10 * time.Second
+
+// failureBound is how long after start a failing Allow may return: within
+// the Timeout, plus half of it for the machine's slack; with the fair
+// queue, which may first sleep for a place and then ask again, within the
+// Timeout of the queue's longest wait; and never more than that slack
+// after the caller's deadline.
+func (l simLimiter) failureBound(ctx context.Context, start time.Time) time.Duration {
+	timeout := l.r.w.LimiterTimeout()
+	slack := timeout / 2
+	bound := timeout + slack
+	if l.r.s.FairQueue {
+		bound += queueMaxWait
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		bound = min(bound, dl.Sub(start)+slack)
+	}
+	return bound
 }
 
 func (l simLimiter) Cooldown(ctx context.Context, boundary string, until time.Time) error {

@@ -198,10 +198,10 @@ func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run 
 		}
 		c.groups[k] = g
 		c.mu.Unlock()
-		// The round trip does not end with the leader's context: the
-		// callers that arrive meanwhile depend on the group going on,
-		// and run bounds it by the decision timeout.
-		ctx = context.WithoutCancel(ctx)
+		// The leader's batch holds its own request alone, so its round
+		// trip ends with its context (run bounds it by the timeout too).
+		// The callers that arrive meanwhile wait for the next batch,
+		// which goes on either way.
 		outs, err := run(ctx, k, []slotRequest{in})
 		if next := c.next(k); next != nil {
 			go c.drive(k, next, run)

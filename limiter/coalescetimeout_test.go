@@ -96,3 +96,75 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestCoalescedLeaderReturnsWhenItsContextEnds: on a hung Redis, the caller
+// whose round trip is in flight returns its context's error as soon as its
+// context ends, well within the decision Timeout, and the caller waiting
+// behind it still gets its decision once Redis answers.
+func TestCoalescedLeaderReturnsWhenItsContextEnds(t *testing.T) {
+	for _, ctxTimeouts := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) {
+			testCoalescedLeaderContext(t, ctxTimeouts)
+		})
+	}
+}
+
+func testCoalescedLeaderContext(t *testing.T, ctxTimeouts bool) {
+	const (
+		timeout  = 5 * time.Second
+		deadline = 100 * time.Millisecond
+	)
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: ctxTimeouts})
+	t.Cleanup(func() { _ = rdb.Close() })
+	l, err := NewRedis(rdb, RedisConfig{
+		Limits:        []Limit{PerSecond(1000).WithBurst(10)}, // the leader's request may still take a token
+		BoundaryKey:   redistest.BoundaryKey(),
+		Prefix:        redistest.Prefix(t),
+		Timeout:       timeout,
+		OnUnavailable: FailClosed,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Request{Boundary: "b"}
+	waitRecovered(t, l, r) // connected, script loaded
+	k := groupKey{boundary: r.Boundary}
+
+	stalls := stallmeter.Start()
+	defer stalls.Close()
+	thaw := srv.Freeze(t)
+	defer thaw()
+
+	type result struct {
+		d    Decision
+		took time.Duration
+		err  error
+	}
+	leader, waiter := make(chan result, 1), make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		start := time.Now()
+		d, err := l.Allow(ctx, r)
+		leader <- result{d, time.Since(start), err}
+	}()
+	waitUntil(t, func() bool { return l.batch.inFlight(k) })
+	go func() {
+		d, err := l.Allow(context.Background(), r)
+		waiter <- result{d, 0, err}
+	}()
+	waitUntil(t, func() bool { return l.batch.waitingIn(k) == 1 })
+
+	res := <-leader
+	if !errors.Is(res.err, context.DeadlineExceeded) || errors.Is(res.err, ErrUnavailable) {
+		t.Errorf("leader: %v, want its context's DeadlineExceeded", res.err)
+	}
+	if late, ok := stalls.Excused(res.took, deadline+faultSlack); !ok {
+		t.Errorf("leader returned after %v (the machine stalled up to %v); its deadline %v, Timeout %v", res.took, late, deadline, timeout)
+	}
+	thaw()
+	if res := <-waiter; res.err != nil || !res.d.Allowed {
+		t.Errorf("the caller behind the leader: %+v, %v; want allowed once Redis answers", res.d, res.err)
+	}
+}

@@ -137,7 +137,9 @@ const (
 // Timeout from its own call, plus the slack of scheduling its goroutine
 // (a few milliseconds on a loaded machine), also when its decision is
 // coalesced behind a batch already in flight; with the fair queue it may
-// in addition sleep to its slot, never past its deadline. Cooldown waits
+// in addition sleep for its slot, or for a place and then ask again,
+// never past its deadline. When ctx ends first, Allow returns ctx's error
+// at once, also while its own round trip is in flight. Cooldown waits
 // at most CooldownTimeout. Both hold even with a client whose
 // ContextTimeoutEnabled is false (the call then waits in a goroutine that
 // ends when the client gives up). Nothing here panics.
