@@ -272,3 +272,30 @@ func checkLogs(t *testing.T, h *recordingHandler) {
 	}
 	t.Logf("logged: %q", recs)
 }
+
+// TestCallerDeadlineIsNotAnOutage: on a hung Redis, withdrawals whose own
+// deadline ends their round trip do not take Redis for down: a client that
+// honours context deadlines sets the deadline on the socket, whose timeout
+// can fire before the context's own timer ends it.
+func TestCallerDeadlineIsNotAnOutage(t *testing.T) {
+	srv := redistest.Start(t)
+	b := mustRedis(t, faultClient(t, srv.Addr, true), RedisConfig{
+		Config:        faultRule,
+		Prefix:        redistest.Prefix(t),
+		Timeout:       5 * time.Second,
+		OnUnavailable: FailClosed,
+	})
+	deposit(b, faultDest, 10)
+	healthy(t, b, nil)
+	resume := srv.Freeze(t)
+	defer resume()
+	const calls = 100
+	for i := range calls {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		b.Withdraw(ctx, faultDest)
+		cancel()
+		if b.health.Down() {
+			t.Fatalf("Redis taken for down after %d withdrawals whose own 10ms deadline passed (Timeout 5s)", i+1)
+		}
+	}
+}

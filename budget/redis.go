@@ -199,7 +199,7 @@ func (b *Redis) send(ctx context.Context, key string, credit int64, withdraw boo
 	r, err := b.roundTrip(ctx, key, credit, withdraw)
 	if err != nil {
 		// A caller that gave up says nothing about Redis.
-		if ctx.Err() == nil {
+		if redisstore.CallerDone(ctx) == nil {
 			b.health.Failed(b.now(), err)
 		}
 		return reply{}, false

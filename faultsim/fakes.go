@@ -320,16 +320,16 @@ func (l simLimiter) Allow(ctx context.Context, req limiter.Request) (limiter.Dec
 	took := time.Since(start)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if bound, ok := l.answerBound(ctx, start); ok && !l.outage && took > bound {
+		r.violations = append(r.violations, fmt.Sprintf(
+			"a limiter answers within its Timeout and by its caller's deadline: "+
+				"Allow answered after %v (bound %v: Timeout %v, fair queue %v): %+v, %v",
+			took, bound, r.w.LimiterTimeout(), r.s.FairQueue, d, err))
+	}
 	switch {
 	case err != nil:
 		if ci != nil {
 			ci.limiterErrs++
-		}
-		if bound := l.failureBound(ctx, start); !l.outage && took > bound {
-			r.violations = append(r.violations, fmt.Sprintf(
-				"a limiter that cannot decide answers within its Timeout and by its caller's deadline: "+
-					"Allow failed after %v (bound %v: Timeout %v, fair queue %v): %v",
-				took, bound, r.w.LimiterTimeout(), r.s.FairQueue, err))
 		}
 	case d.Allowed:
 		if req.Boundary == simHost {
@@ -341,26 +341,21 @@ func (l simLimiter) Allow(ctx context.Context, req limiter.Request) (limiter.Dec
 	return d, err
 }
 
-// queueMaxWait is the fair queue's MaxWait in the Redis world, which
-// leaves it at its default.
-const queueMaxWait = 10 * time.Second
-
-// failureBound is how long after start a failing Allow may return: within
-// the Timeout, plus half of it for the machine's slack; with the fair
-// queue, which may first sleep for a place and then ask again, within the
-// Timeout of the queue's longest wait; and never more than that slack
-// after the caller's deadline.
-func (l simLimiter) failureBound(ctx context.Context, start time.Time) time.Duration {
-	timeout := l.r.w.LimiterTimeout()
-	slack := timeout / 2
-	bound := timeout + slack
-	if l.r.s.FairQueue {
-		bound += queueMaxWait
+// answerBound is how long after start Allow may answer, granted, refused
+// or failed: within its Timeout (a round trip is bounded by it) plus half
+// of it for the machine's slack, and never more than the world's Slack
+// after the caller's deadline. The fair queue may sleep for a slot or a
+// place first, so it is bounded by the deadline alone, and not at all
+// without one (the Transport always gives one).
+func (l simLimiter) answerBound(ctx context.Context, start time.Time) (time.Duration, bool) {
+	bound, ok := l.r.w.LimiterTimeout()*3/2, !l.r.s.FairQueue
+	if dl, has := ctx.Deadline(); has {
+		byDeadline := max(dl.Sub(start), 0) + l.r.w.Slack
+		if !ok || byDeadline < bound {
+			bound, ok = byDeadline, true
+		}
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		bound = min(bound, dl.Sub(start)+slack)
-	}
-	return bound
+	return bound, ok
 }
 
 func (l simLimiter) Cooldown(ctx context.Context, boundary string, until time.Time) error {

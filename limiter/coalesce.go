@@ -183,8 +183,10 @@ type runBatch func(ctx context.Context, k groupKey, ins []slotRequest) ([]slotRe
 // that is in flight: past the timeout it leaves with an error wrapping
 // context.DeadlineExceeded, and the answer its batch brings later, if any,
 // is dropped (a slot it held is lost, which only costs throughput). When
-// ctx ends first it returns ctx.Err() at once, taking nothing if it was
-// still waiting.
+// ctx ends first, a caller that waits returns ctx.Err() at once, taking
+// nothing. A leader's round trip carries only its own request and runs
+// under ctx: it ends at ctx's deadline, and at a cancellation when the
+// client is detached (see Redis), else when the round trip ends.
 func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run runBatch) (slotResult, error) {
 	c.mu.Lock()
 	g, busy := c.groups[k]

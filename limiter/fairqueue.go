@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/retrybudget/retrybudget/internal/ctxsleep"
+	"github.com/retrybudget/retrybudget/internal/redisstore"
 )
 
 // FairQueue configures the fleet-wide fair queue of a [Redis] limiter
@@ -161,7 +162,7 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 	var waited time.Duration // slept inside Allow, for Decision.Waited
 	for {
 		res, err := b.decide(ctx, k, in, b.run)
-		if ctxErr := ctx.Err(); ctxErr != nil {
+		if ctxErr := redisstore.CallerDone(ctx); ctxErr != nil {
 			// The caller gave up; that says nothing about Redis. A slot
 			// it was given is lost, which only ever costs throughput.
 			return Decision{}, ctxErr

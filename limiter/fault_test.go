@@ -211,3 +211,50 @@ func checkLogs(t *testing.T, h *recordingHandler, boundary string) {
 		}
 	}
 }
+
+// TestCallerDeadlineIsNotAnOutage: on a hung Redis, callers whose own
+// deadline ends their round trip get their context's error, and Redis is
+// not taken for down: a client that honours context deadlines sets the
+// deadline on the socket, whose timeout can fire before the context's own
+// timer ends it. Both the coalesced path and the one without coalescing.
+func TestCallerDeadlineIsNotAnOutage(t *testing.T) {
+	for _, maxBatch := range []int{0, 1} {
+		t.Run(fmt.Sprintf("MaxBatch=%d", maxBatch), func(t *testing.T) {
+			srv := redistest.Start(t)
+			// No retries: a socket timeout then ends the command at once.
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+			t.Cleanup(func() { _ = rdb.Close() })
+			l, err := NewRedis(rdb, RedisConfig{
+				Limits:        []Limit{PerSecond(1000)},
+				BoundaryKey:   redistest.BoundaryKey(),
+				Prefix:        redistest.Prefix(t),
+				Timeout:       5 * time.Second,
+				OnUnavailable: FailClosed,
+				MaxBatch:      maxBatch,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Request{Boundary: "b"}
+			waitRecovered(t, l, r) // connected, script loaded
+			thaw := srv.Freeze(t)
+			defer thaw()
+			const calls = 100
+			unavailable := 0
+			for range calls {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+				_, err := l.Allow(ctx, r)
+				cancel()
+				switch {
+				case errors.Is(err, ErrUnavailable):
+					unavailable++
+				case !errors.Is(err, context.DeadlineExceeded):
+					t.Fatalf("Allow on a hung Redis past the caller's deadline: %v, want context.DeadlineExceeded", err)
+				}
+			}
+			if unavailable > 0 || l.health.Down() {
+				t.Errorf("%d of %d callers whose own deadline passed were told Redis is unavailable (down %v)", unavailable, calls, l.health.Down())
+			}
+		})
+	}
+}

@@ -138,8 +138,12 @@ const (
 // (a few milliseconds on a loaded machine), also when its decision is
 // coalesced behind a batch already in flight; with the fair queue it may
 // in addition sleep for its slot, or for a place and then ask again,
-// never past its deadline. When ctx ends first, Allow returns ctx's error
-// at once, also while its own round trip is in flight. Cooldown waits
+// never past its deadline. When ctx's deadline passes first, Allow returns
+// its error then, also while its own round trip is in flight, and a failed
+// round trip that was the caller's giving up never counts against Redis; a
+// cancellation is seen at once with a client whose ContextTimeoutEnabled is
+// false, and otherwise when the round trip ends (go-redis applies only a
+// context's deadline to the socket), within Timeout. Cooldown waits
 // at most CooldownTimeout. Both hold even with a client whose
 // ContextTimeoutEnabled is false (the call then waits in a goroutine that
 // ends when the client gives up). Nothing here panics.
@@ -317,9 +321,11 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 		want = l.prefetch
 	}
 	d, err := l.decideN(ctx, r, want)
-	if err != nil && ctx.Err() != nil {
-		// The caller gave up; that says nothing about Redis.
-		return Decision{}, ctx.Err()
+	if err != nil {
+		if ctxErr := redisstore.CallerDone(ctx); ctxErr != nil {
+			// The caller gave up; that says nothing about Redis.
+			return Decision{}, ctxErr
+		}
 	}
 	if err != nil {
 		l.health.Failed(l.now(), err)
@@ -442,8 +448,8 @@ func (l *Redis) Cooldown(ctx context.Context, boundary string, until time.Time) 
 	// Round up to whole microseconds: a pause must never end early.
 	_, err := l.run(ctx, l.cooldownTimeout, l.pause, keys, []any{ceilMicro(length).Microseconds()})
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if ctxErr := redisstore.CallerDone(ctx); ctxErr != nil {
+			return ctxErr
 		}
 		l.health.Failed(l.now(), err)
 		return &UnavailableError{Op: "cooldown", Err: err}

@@ -78,6 +78,34 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// deadlineOnly is a context whose deadline has passed while its own timer
+// has not yet ended it: the moment a socket deadline set from it fires.
+type deadlineOnly struct {
+	context.Context
+	dl time.Time
+}
+
+func (c deadlineOnly) Deadline() (time.Time, bool) { return c.dl, true }
+
+func TestCallerDone(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want error
+	}{
+		{"no deadline", context.Background(), nil},
+		{"deadline ahead", deadlineOnly{context.Background(), time.Now().Add(time.Hour)}, nil},
+		{"deadline passed, timer not yet fired", deadlineOnly{context.Background(), time.Now().Add(-time.Millisecond)}, context.DeadlineExceeded},
+		{"canceled", canceled, context.Canceled},
+	} {
+		if got := CallerDone(tc.ctx); !errors.Is(got, tc.want) || (tc.want == nil) != (got == nil) {
+			t.Errorf("%s: CallerDone = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestFailModeString(t *testing.T) {
 	for m, want := range map[FailMode]string{FailOpen: "fail-open", FailClosed: "fail-closed", 7: "FailMode(invalid)"} {
 		if got := m.String(); got != want {

@@ -47,3 +47,18 @@ func Detach[T any](ctx context.Context, fn func(context.Context) (T, error)) (T,
 		return zero, ctx.Err()
 	}
 }
+
+// CallerDone returns the error of the caller's own end: ctx.Err(), or
+// context.DeadlineExceeded once ctx's deadline has passed. A client that
+// honours context deadlines sets them on the socket, whose timeout can
+// fire a moment before ctx's own timer ends it; a round trip that failed
+// then is the caller's giving up, which says nothing about Redis.
+func CallerDone(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
