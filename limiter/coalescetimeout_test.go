@@ -27,28 +27,11 @@ func TestCoalescedAllowReturnsWithinTimeout(t *testing.T) {
 
 func testCoalescedTimeout(t *testing.T, ctxTimeouts bool) {
 	const timeout = 200 * time.Millisecond
-	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: ctxTimeouts})
-	t.Cleanup(func() { _ = rdb.Close() })
-	l, err := NewRedis(rdb, RedisConfig{
-		Limits:        []Limit{PerSecond(1000)},
-		BoundaryKey:   redistest.BoundaryKey(),
-		Prefix:        redistest.Prefix(t),
-		Timeout:       timeout,
-		OnUnavailable: FailClosed,
-		ProbeInterval: time.Nanosecond, // every caller below tries Redis
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := Request{Boundary: "b"}
-	waitRecovered(t, l, r) // connected, script loaded
+	l, r, thaw := frozenCoalescing(t, ctxTimeouts, timeout)
+	defer thaw()
 	k := groupKey{boundary: r.Boundary}
-
 	stalls := stallmeter.Start()
 	defer stalls.Close()
-	thaw := srv.Freeze(t)
-	defer thaw()
 
 	type result struct {
 		who  string
@@ -84,6 +67,32 @@ func testCoalescedTimeout(t *testing.T, ctxTimeouts bool) {
 	}
 }
 
+// frozenCoalescing returns a coalescing, fail-closed limiter with the
+// given Timeout on a private Redis that it has reached once (connected,
+// script loaded) and that is now frozen, the request it decided, and the
+// thaw. Its burst of 10 leaves tokens for requests that still reach Redis
+// once it thaws, and every caller tries Redis (no probe interval).
+func frozenCoalescing(t *testing.T, ctxTimeouts bool, timeout time.Duration) (*Redis, Request, func()) {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: ctxTimeouts})
+	t.Cleanup(func() { _ = rdb.Close() })
+	l, err := NewRedis(rdb, RedisConfig{
+		Limits:        []Limit{PerSecond(1000).WithBurst(10)},
+		BoundaryKey:   redistest.BoundaryKey(),
+		Prefix:        redistest.Prefix(t),
+		Timeout:       timeout,
+		OnUnavailable: FailClosed,
+		ProbeInterval: time.Nanosecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Request{Boundary: "b"}
+	waitRecovered(t, l, r)
+	return l, r, srv.Freeze(t)
+}
+
 // waitUntil polls cond until it holds, for state another goroutine reaches
 // without a signal to wait on.
 func waitUntil(t *testing.T, cond func() bool) {
@@ -116,27 +125,11 @@ func testCoalescedLeaderContext(t *testing.T, ctxTimeouts bool) {
 		// up behind the leader's round trip.
 		deadline = 300 * time.Millisecond
 	)
-	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: ctxTimeouts})
-	t.Cleanup(func() { _ = rdb.Close() })
-	l, err := NewRedis(rdb, RedisConfig{
-		Limits:        []Limit{PerSecond(1000).WithBurst(10)}, // the leader's request may still take a token
-		BoundaryKey:   redistest.BoundaryKey(),
-		Prefix:        redistest.Prefix(t),
-		Timeout:       timeout,
-		OnUnavailable: FailClosed,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := Request{Boundary: "b"}
-	waitRecovered(t, l, r) // connected, script loaded
+	l, r, thaw := frozenCoalescing(t, ctxTimeouts, timeout)
+	defer thaw()
 	k := groupKey{boundary: r.Boundary}
-
 	stalls := stallmeter.Start()
 	defer stalls.Close()
-	thaw := srv.Freeze(t)
-	defer thaw()
 
 	type result struct {
 		d    Decision
