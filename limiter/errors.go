@@ -25,7 +25,7 @@ var ErrNoBoundaryKey = fmt.Errorf("%w: no BoundaryKey for a shared store", ErrIn
 // could not serve. It matches [ErrUnavailable] with errors.Is and unwraps
 // to the store's error.
 type UnavailableError struct {
-	// Op is the operation that failed: "allow" or "cooldown".
+	// Op is the operation that failed: "allow", "cooldown" or "prepare".
 	Op string
 	// Err is the store's error, such as a timeout or a refused connection.
 	Err error

@@ -36,6 +36,14 @@ func ExampleNewRedis() {
 		fmt.Println(err) // limiter.ErrNoBoundaryKey without the secret
 		return
 	}
+	// Connect and load the scripts before serving, waiting up to 5s: the
+	// first decision then takes one round trip, not four.
+	startup, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := lim.Prepare(startup); err != nil {
+		fmt.Println(err) // an *UnavailableError: Redis did not answer
+		return
+	}
 	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{
 		Limiter:  lim,
 		Boundary: limiter.ByCredential(), // one limit per API key, not per host

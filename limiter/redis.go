@@ -458,6 +458,36 @@ func (l *Redis) Cooldown(ctx context.Context, boundary string, until time.Time) 
 	return nil
 }
 
+// Prepare readies l for its first decision: it connects to Redis and loads
+// the limiter's scripts there, waiting as long as ctx lets it (Timeout
+// does not apply). Call it at startup, before serving. Without it the
+// first decision of a process also dials, says HELLO and, finding no
+// script, sends it: four round trips where a decision takes one. On a link
+// slower than a quarter of Timeout that decision fails, and Redis then
+// counts as unavailable for a ProbeInterval, refusing every decision when
+// failing closed. On success Redis counts as available; the error is an
+// [*UnavailableError] with Op "prepare", and Prepare may be called again.
+func (l *Redis) Prepare(ctx context.Context) error {
+	scripts := []*redis.Script{l.decide, l.pause}
+	if l.batch != nil && l.batch.queue != nil {
+		scripts = append(scripts, l.batch.queue.script)
+	}
+	for _, s := range scripts {
+		load := func(ctx context.Context) (string, error) { return s.Load(ctx, l.rdb).Result() }
+		var err error
+		if l.detached {
+			_, err = redisstore.Detach(ctx, load)
+		} else {
+			_, err = load(ctx)
+		}
+		if err != nil {
+			return &UnavailableError{Op: "prepare", Err: err}
+		}
+	}
+	l.health.Succeeded()
+	return nil
+}
+
 // run runs script, giving up after timeout.
 func (l *Redis) run(ctx context.Context, timeout time.Duration, s *redis.Script, keys []string, args []any) (any, error) {
 	return redisstore.RoundTrip(ctx, timeout, l.detached, func(ctx context.Context) (any, error) {

@@ -143,6 +143,11 @@ func work(cfg workerConfig, in io.Reader, out io.Writer, logger *log.Logger) (re
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("ping Redis: %w", err)
 	}
+	// The limiter's scripts loaded before the first job: its first
+	// decision then takes one round trip.
+	if err := lim.Prepare(ctx); err != nil {
+		return nil, err
+	}
 	fmt.Fprintln(out, readyLine)
 	until, err := waitForGo(in)
 	if err != nil {
