@@ -136,14 +136,13 @@ const (
 // every ProbeInterval until it answers. Allow waits for Redis at most
 // Timeout from its own call, plus the slack of scheduling its goroutine
 // (a few milliseconds on a loaded machine), also when its decision is
-// coalesced behind a batch already in flight; with the fair queue it may
-// in addition sleep for its slot, or for a place and then ask again,
-// never past its deadline. When ctx's deadline passes first, Allow returns
-// its error then, also while its own round trip is in flight, and a failed
-// round trip that was the caller's giving up never counts against Redis; a
-// cancellation is seen at once with a client whose ContextTimeoutEnabled is
-// false, and otherwise when the round trip ends (go-redis applies only a
-// context's deadline to the socket), within Timeout. Cooldown waits
+// coalesced behind a batch already in flight. With the fair queue it may
+// in addition sleep for its slot, or for a place and then ask again, never
+// past its deadline. A round trip also ends at ctx's deadline, and one
+// that the caller's deadline ended never counts against Redis. A
+// cancellation without a deadline ends it at once with a client whose
+// ContextTimeoutEnabled is false; otherwise (go-redis puts only deadlines
+// on the socket) it ends within Timeout. Cooldown waits
 // at most CooldownTimeout. Both hold even with a client whose
 // ContextTimeoutEnabled is false (the call then waits in a goroutine that
 // ends when the client gives up). Nothing here panics.
@@ -326,8 +325,6 @@ func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 			// The caller gave up; that says nothing about Redis.
 			return Decision{}, ctxErr
 		}
-	}
-	if err != nil {
 		l.health.Failed(l.now(), err)
 		return l.unavailable(r, now, err)
 	}
