@@ -14,11 +14,11 @@ import (
 
 // newRealFakeClock returns a fake clock that starts at the real time, so
 // that the expiry of keys, which Redis applies in real time, stays sane.
-func newRealFakeClock() *fakeClock { return &fakeClock{t: time.Now().Truncate(time.Second)} }
+func newRealFakeClock() *fakeClock { return newFakeClock(time.Now().Truncate(time.Second)) }
 
 // Sleep advances the clock by d, as if the caller had slept.
 func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.Add(d)
+	c.Advance(d)
 	return ctx.Err()
 }
 
@@ -67,7 +67,7 @@ func TestBatchGCRAForNTokens(t *testing.T) {
 
 	// 250ms later two tokens have come back (at +100ms and +200ms); the
 	// third is due at +300ms.
-	clk.Add(250 * time.Millisecond)
+	clk.Advance(250 * time.Millisecond)
 	outs = batchOf(t, l, 3)
 	if !outs[0].granted || !outs[1].granted || outs[2].granted || outs[2].wait != 50*time.Millisecond {
 		t.Fatalf("after 250ms: %+v, want two granted and one refused for 50ms", outs)

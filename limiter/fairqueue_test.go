@@ -33,7 +33,7 @@ func simulate(t *testing.T, l *Redis, clk *fakeClock, askers []*asker, n int) []
 	var grants []grant
 	for len(grants) < n {
 		now := slices.MinFunc(askers, func(a, b *asker) int { return a.next.Compare(b.next) }).next
-		clk.Add(now.Sub(clk.Now()))
+		clk.Advance(now.Sub(clk.Now()))
 		var due []*asker
 		var ins []slotRequest
 		for _, a := range askers {

@@ -146,10 +146,10 @@ func TestFairQueueForgetsOwnersThatStoppedAsking(t *testing.T) {
 				t.Fatalf("after %d owners asked: %d fields, %d members; want %d, %d", owners+1, h, z, owners, owners+1)
 			}
 			// Every slot is 10s ahead at most; past it, the others stopped.
-			clk.Add(11 * time.Second)
+			clk.Advance(11 * time.Second)
 			for i := 0; i < owners/17+1; i++ {
 				run(tc.ask(i))
-				clk.Add(10 * time.Millisecond)
+				clk.Advance(10 * time.Millisecond)
 			}
 			h, z := sizes()
 			members, err := rdb.ZRange(context.Background(), base+queueLatestSuffix, 0, -1).Result()

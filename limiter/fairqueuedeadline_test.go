@@ -12,9 +12,9 @@ import (
 func slowRoundTrips(l *Redis, clk *fakeClock, before, after time.Duration) {
 	run := l.batch.run
 	l.batch.run = func(ctx context.Context, k groupKey, ins []slotRequest) ([]slotResult, error) {
-		clk.Add(before)
+		clk.Advance(before)
 		outs, err := run(ctx, k, ins)
-		clk.Add(after)
+		clk.Advance(after)
 		return outs, err
 	}
 }
@@ -59,7 +59,7 @@ func TestFairQueueWaitCountsFromTheBatch(t *testing.T) {
 	dl := clk.Now().Add(250 * time.Millisecond)
 	d := slotRequest{deadline: dl, owner: l.keys.owner("D"), weight: 1}
 	e := slotRequest{deadline: dl, owner: l.keys.owner("E"), weight: 1}
-	clk.Add(100 * time.Millisecond) // waited for the batch
+	clk.Advance(100 * time.Millisecond) // waited for the batch
 	// Sent with 150ms left: D's slot at +200ms is 100ms ahead and fits;
 	// E's at +300ms, 200ms ahead, does not.
 	outs, err := l.runBatch(context.Background(), groupKey{boundary: "b"}, []slotRequest{d, e})

@@ -8,28 +8,19 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/fakeclock"
 )
 
 // t0 is an arbitrary fixed instant for fake clocks.
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// fakeClock is a settable clock for the now seams.
-type fakeClock struct {
-	mu sync.Mutex // guards t
-	t  time.Time
-}
+// fakeClock is the tests' hand-moved clock for the now seams, with a
+// Sleep for the fair queue's waiting seam (see coalesce_test.go).
+type fakeClock struct{ *fakeclock.Clock }
 
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newFakeClock returns a fakeClock that reads now until it is advanced.
+func newFakeClock(now time.Time) *fakeClock { return &fakeClock{fakeclock.New(now)} }
 
 func mustLocal(t *testing.T, cfg LocalConfig, now func() time.Time) *Local {
 	t.Helper()
@@ -196,7 +187,7 @@ func TestLocalRetryAfterSuffices(t *testing.T) {
 }
 
 func TestLocalCooldown(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := newFakeClock(t0)
 	l := mustLocal(t, LocalConfig{Limits: []Limit{PerSecond(100)}, MaxCooldown: time.Minute}, clock.Now)
 	ctx := context.Background()
 
@@ -213,7 +204,7 @@ func TestLocalCooldown(t *testing.T) {
 	if d, _ := l.Allow(ctx, Request{Boundary: "other"}); !d.Allowed {
 		t.Fatalf("other boundary refused: %+v", d)
 	}
-	clock.Add(2 * time.Second)
+	clock.Advance(2 * time.Second)
 	if d, _ := l.Allow(ctx, Request{Boundary: "b"}); !d.Allowed {
 		t.Fatalf("refused after the cooldown: %+v", d)
 	}

@@ -36,14 +36,14 @@ func TestLocalRefusesBoundariesPastCap(t *testing.T) {
 // or a cooldown pending is never dropped to make room (that would reset
 // its limit); once they are idle, a new boundary takes their place.
 func TestLocalKeepsLiveStateAtCap(t *testing.T) {
-	clk := &fakeClock{t: t0}
+	clk := newFakeClock(t0)
 	l := mustLocal(t, LocalConfig{Limits: []Limit{PerMinute(1)}, MaxBoundaries: 2, IdleAfter: time.Second}, clk.Now)
 	ctx := context.Background()
 	allowAt(t, l, Request{Boundary: "drained"}, t0)
 	if err := l.Cooldown(ctx, "paused", t0.Add(30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	clk.Add(10 * time.Second) // unused for longer than IdleAfter, but live
+	clk.Advance(10 * time.Second) // unused for longer than IdleAfter, but live
 	if _, err := l.Allow(ctx, Request{Boundary: "new"}); !errors.Is(err, ErrTooManyBoundaries) {
 		t.Fatalf("new boundary at the cap: %v, want ErrTooManyBoundaries", err)
 	}
@@ -54,7 +54,7 @@ func TestLocalKeepsLiveStateAtCap(t *testing.T) {
 		t.Fatalf("the paused boundary: %+v, want its cooldown", d)
 	}
 	// A minute on, both refilled and the pause is over: room again.
-	clk.Add(2 * time.Minute)
+	clk.Advance(2 * time.Minute)
 	if d, err := l.Allow(ctx, Request{Boundary: "new"}); err != nil || !d.Allowed {
 		t.Fatalf("new boundary once the others are idle: %+v, %v", d, err)
 	}

@@ -86,7 +86,7 @@ func within(t *testing.T, what string, d, lo, hi time.Duration) {
 // clockScripts puts l and its scripts on a fake clock starting now, so
 // that an answer is exact however long its round trip takes.
 func clockScripts(l *Redis) *fakeClock {
-	clk := &fakeClock{t: time.Now()}
+	clk := newFakeClock(time.Now())
 	l.now, l.scriptNow = clk.Now, clk.Now
 	return clk
 }
@@ -162,16 +162,16 @@ func testRedisEdge(t *testing.T, tg target) {
 	if d.Allowed || d.RetryAfter != 200*time.Millisecond {
 		t.Fatalf("second request at once: %+v, want refused for 200ms", d)
 	}
-	clk.Add(d.RetryAfter - 40*time.Millisecond)
+	clk.Advance(d.RetryAfter - 40*time.Millisecond)
 	d = allow(t, l, r)
 	if d.Allowed || d.RetryAfter != 40*time.Millisecond {
 		t.Fatalf("40ms before RetryAfter: %+v, want refused for 40ms", d)
 	}
-	clk.Add(d.RetryAfter - time.Microsecond)
+	clk.Advance(d.RetryAfter - time.Microsecond)
 	if d := allow(t, l, r); d.Allowed || d.RetryAfter != time.Microsecond {
 		t.Fatalf("1µs before RetryAfter: %+v, want refused for 1µs", d)
 	}
-	clk.Add(time.Microsecond)
+	clk.Advance(time.Microsecond)
 	if d := allow(t, l, r); !d.Allowed {
 		t.Fatalf("refused after waiting RetryAfter: %+v", d)
 	}
@@ -375,7 +375,7 @@ func testRedisPrefetch(t *testing.T, tg target) {
 	if n := rt.N.Load(); n != 0 {
 		t.Fatalf("%d round trips within the prefetch TTL, want 0", n)
 	}
-	clk.Add(30 * time.Millisecond)
+	clk.Advance(30 * time.Millisecond)
 	allow(t, l3, Request{Boundary: "ttl"})
 	if n := rt.N.Load(); n != 1 {
 		t.Fatalf("%d round trips after the prefetch expired, want 1", n)

@@ -27,7 +27,7 @@ func TestScopeOfBoundary(t *testing.T) {
 // boundary within the scope pauses that boundary alone. The later of the
 // two pauses decides.
 func TestLocalScopeCooldown(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := newFakeClock(t0)
 	l := mustLocal(t, LocalConfig{Limits: []Limit{PerSecond(100)}, MaxCooldown: time.Minute}, clock.Now)
 	ctx := context.Background()
 	core, search := Within("cred", "core"), Within("cred", "search")
@@ -58,7 +58,7 @@ func TestLocalScopeCooldown(t *testing.T) {
 	if d, _ := l.Allow(ctx, Request{Boundary: core}); !d.CooldownUntil.Equal(t0.Add(5 * time.Second)) {
 		t.Fatalf("core under both pauses: %+v, want the later end", d)
 	}
-	clock.Add(2 * time.Second)
+	clock.Advance(2 * time.Second)
 	if d, _ := l.Allow(ctx, Request{Boundary: search}); !d.Allowed {
 		t.Fatalf("search after the scope's pause: %+v", d)
 	}

@@ -3,7 +3,6 @@ package presets_test
 import (
 	"context"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,13 +51,3 @@ func do(ctx context.Context, t *testing.T, c *http.Client, f *fake, method, path
 	_, _, out := call(ctx, t, c, method, f.srv.URL+path, header...)
 	return out
 }
-
-// storeClock is a ledger store's clock that the test moves by hand.
-type storeClock struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
-
-func (c *storeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *storeClock) advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/internal/fakeclock"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/presets"
 )
@@ -35,7 +36,7 @@ func TestPayPalLedgerResendsOnlyWithinKeyRetention(t *testing.T) {
 		}{{c.window - time.Minute, 1}, {c.window + time.Minute, 0}} {
 			t.Run(c.name+" after "+later.after.String(), func(t *testing.T) {
 				f := newFake(t, reply{status: 500}, reply{status: 500}, reply{status: 500}, reply{status: 201, body: `{"status":"CREATED"}`})
-				clock := &storeClock{now: time.Unix(1_700_000_000, 0)}
+				clock := fakeclock.New(time.Unix(1_700_000_000, 0)) // the ledger store's clock
 				store := ledger.NewMemory(ledger.MemoryConfig{Config: ledger.Config{Retention: 60 * 24 * time.Hour}, Now: clock.Now})
 				cl := atFake(t, f, presets.PayPalRoutes(), func(cfg *retrybudget.Config) { cfg.Ledger.Store = store })
 				ctx := retrybudget.WithAction(context.Background(), retrybudget.Action{Tenant: "shop", Operation: "pay", Key: "order-7"})
@@ -44,7 +45,7 @@ func TestPayPalLedgerResendsOnlyWithinKeyRetention(t *testing.T) {
 				if n := f.arrivals(); n != 3 || !first.MaybeApplied {
 					t.Fatalf("first call: %d arrivals, maybe applied %v; want 3 attempts under one id, maybe applied", n, first.MaybeApplied)
 				}
-				clock.advance(later.after)
+				clock.Advance(later.after)
 				out := do(ctx, t, cl, f, "POST", c.path)
 				got := f.arrivals() - 3
 				t.Logf("%s: arrivals at the provider for the run %s later: %d", c.path, later.after, got)
@@ -73,12 +74,12 @@ func TestStripeLedgerResendsOnlyWithinKeyRetention(t *testing.T) {
 		arrivals int
 	}{{23 * time.Hour, 1}, {25 * time.Hour, 0}} {
 		f := newFake(t, reply{status: 500}, reply{status: 500}, reply{status: 500}, reply{status: 200, body: `{"id":"ch_1"}`})
-		clock := &storeClock{now: time.Unix(1_700_000_000, 0)}
+		clock := fakeclock.New(time.Unix(1_700_000_000, 0)) // the ledger store's clock
 		store := ledger.NewMemory(ledger.MemoryConfig{Config: ledger.Config{Retention: 7 * 24 * time.Hour}, Now: clock.Now})
 		cl := atFake(t, f, []retrybudget.Route{presets.Stripe()}, func(cfg *retrybudget.Config) { cfg.Ledger.Store = store })
 		ctx := retrybudget.WithAction(context.Background(), retrybudget.Action{Tenant: "shop", Operation: "charge", Key: "order-7"})
 		do(ctx, t, cl, f, "POST", "/v1/charges")
-		clock.advance(later.after)
+		clock.Advance(later.after)
 		out := do(ctx, t, cl, f, "POST", "/v1/charges")
 		if got := f.arrivals() - 3; got != later.arrivals {
 			t.Fatalf("run %s later sent %d requests (reason %v); want %d", later.after, got, out.Reason, later.arrivals)
