@@ -19,12 +19,13 @@ import (
 )
 
 // The provider of the hedging scenarios: most requests take its median,
-// the slowest tailShare of them 20 times as long.
+// the slowest tailShare of them tailSlowdown times as long.
 const (
 	// defaultTailMedian is the provider's median unless PEERS_TAIL_MEDIAN
 	// (a duration) says otherwise.
 	defaultTailMedian = 20 * time.Millisecond
 	tailShare         = 0.05
+	tailSlowdown      = 20
 )
 
 // tailMedian returns the slow-tail provider's median: defaultTailMedian,
@@ -42,7 +43,7 @@ func tailMedian() time.Duration {
 // knows the provider would set it.
 func hedgeDelay(median time.Duration) time.Duration { return median * 5 / 4 }
 
-// tailProvider answers 200 after median, or after 20 times median for a
+// tailProvider answers 200 after median, or after tailSlowdown times it for a
 // share tailShare of arrivals, drawn from a seeded source; it stops
 // working on a request whose client went away. While down, it answers
 // every request 503 after outageLatency instead (overloaded: slow and
@@ -72,7 +73,7 @@ func (p *tailProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case down:
 		d = outageLatency
 	case slow:
-		d = 20 * p.median
+		d = tailSlowdown * p.median
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -184,7 +185,7 @@ func testSlowTail(t *testing.T) {
 		}
 	}
 	t.Logf("slow tail: %v per answer, %v for a seeded %.0f %% of them; %d logical GETs, %d at a time\n\n%s",
-		median, 20*median, 100*tailShare, n, conc, b.String())
+		median, tailSlowdown*median, 100*tailShare, n, conc, b.String())
 }
 
 // testSlowOutage: the provider answers every request 503 after 200ms
