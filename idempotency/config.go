@@ -144,7 +144,9 @@ type Config struct {
 	// does every effect through it. A crash, a lost connection or a failed
 	// commit then leaves the effect and the record both applied or both
 	// not, so a retry either replays the stored response or runs the
-	// handler again, never both. See the package documentation.
+	// handler again, never both. An effect outside the transaction is
+	// marked first with MarkEffect, which then writes to the store. See
+	// the package documentation.
 	Atomic bool
 	// Owner names this server in ledger records, for operators. Empty
 	// means "hostname:pid".

@@ -204,6 +204,7 @@ func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token 
 		return
 	}
 	if atx != nil {
+		in.atx = atx
 		ctx = atx.Context(ctx)
 	}
 	r2 := r.WithContext(ctx)

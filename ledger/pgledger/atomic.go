@@ -153,6 +153,21 @@ func (a *atomicTx) Rollback(ctx context.Context) error {
 	return nil
 }
 
+// MarkEffect implements ledger.AtomicTx: it clears the record's atomic
+// mark in a fenced statement of its own on the pool, not in the
+// transaction, so the mark is committed before the owner's outside
+// effect and survives the transaction's rollback. The statement takes one
+// of the connections Config.MaxAtomic leaves to the store, never a
+// transaction slot: a handler holding the last slot still gets its mark.
+func (a *atomicTx) MarkEffect(ctx context.Context) error {
+	return a.s.fencedExec(ctx, "markEffect", a.k, a.token)
+}
+
+// markEffectSQL records that the owner did, or is about to do, an effect
+// outside its transaction: the record is no longer atomic, so an expired
+// lease leaves it uncertain (effState) instead of failed.
+const markEffectSQL = `UPDATE {{table}} SET atomic = false WHERE ` + fenced
+
 // rollback abandons the transaction after a failure, when its error is
 // the one to report.
 func (a *atomicTx) rollback() {
