@@ -163,10 +163,12 @@ type Config struct {
 	// PendingRetryAfter is the Retry-After of a 409 TypePending for an
 	// operation that has not yet run to its end in this process. Once it
 	// has, the answer says what is left of how long it usually takes
-	// (a moving average of its runs), so a duplicate comes back about when
-	// the first request's response is ready rather than when its owner's
-	// lease ends. Either way it is at least one second and never past the
-	// lease. Zero means one second.
+	// (a moving average of the tenant's own runs of it, or of every
+	// tenant's while the tenant has none), so a duplicate comes back about
+	// when the first request's response is ready rather than when its
+	// owner's lease ends, and another tenant's slow runs do not set it.
+	// Either way it is at least one second and never past the lease. Zero
+	// means one second.
 	PendingRetryAfter time.Duration
 	// Identities says how Logger's records name an action: by
 	// Identities.ActionID, the rule slogretry's Observer follows,
