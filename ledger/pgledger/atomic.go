@@ -28,11 +28,12 @@ func Tx(ctx context.Context) (pgx.Tx, bool) {
 // (so that, should its owner die, the expired lease means no effect and
 // the action is retried) in a statement of its own, then begins the
 // transaction. The transaction holds one connection of the pool until
-// Complete or Rollback, and one of Config.MaxAtomic slots: when none is
-// free within Config.AtomicWait, BeginAtomic fails with ledger.ErrBusy
-// and marks nothing.
+// Complete or Rollback, and one of Config.MaxAtomic slots, of which the
+// action's tenant holds at most Config.MaxAtomicPerTenant: when none is
+// handed out within Config.AtomicWait, BeginAtomic fails with
+// ledger.ErrBusy and marks nothing.
 func (s *Store) BeginAtomic(ctx context.Context, k ledger.Key, token int64) (ledger.AtomicTx, error) {
-	release, err := s.takeSlot(ctx)
+	release, err := s.takeSlot(ctx, k.Tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -62,22 +63,13 @@ func (s *Store) BeginAtomic(ctx context.Context, k ledger.Key, token int64) (led
 }
 
 // takeSlot waits up to Config.AtomicWait for a free atomic transaction
-// slot, and returns the function that frees it (once, whoever calls it).
-func (s *Store) takeSlot(ctx context.Context) (func(), error) {
+// slot for tenant, handed out fairly by tenant (Config.MaxAtomicPerTenant),
+// and returns the function that frees it (once, whoever calls it).
+func (s *Store) takeSlot(ctx context.Context, tenant string) (func(), error) {
 	if s.slots == nil {
 		return func() {}, nil
 	}
-	t := time.NewTimer(s.cfg.atomicWait())
-	defer t.Stop()
-	select {
-	case s.slots <- struct{}{}:
-	case <-t.C:
-		return nil, fmt.Errorf("%w: %d open, none freed within %v", ledger.ErrBusy, cap(s.slots), s.cfg.atomicWait())
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %w", ledger.ErrBusy, ctx.Err())
-	}
-	var once sync.Once
-	return func() { once.Do(func() { <-s.slots }) }, nil
+	return s.slots.take(ctx, tenant, s.cfg.atomicWait())
 }
 
 // atomicTx is one owner's transaction.
