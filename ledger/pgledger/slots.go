@@ -10,15 +10,18 @@ import (
 )
 
 // maxSlotWaiters caps the BeginAtomic calls waiting for a slot at once,
-// over every tenant; past it a caller is refused at once with
-// ledger.ErrBusy, as it would be after AtomicWait.
+// over every tenant. A caller that finds the queue full takes the place of
+// the latest caller of the tenant with the most callers waiting, which is
+// refused with ledger.ErrBusy as it would be after AtomicWait; when no
+// tenant has more waiting than the caller's own, the caller is refused.
 const maxSlotWaiters = 1024
 
 // slots hands out the atomic transaction slots (Config.MaxAtomic) fairly
 // by tenant: a tenant holds at most perTenant of them at once, so one
-// tenant's slow handlers cannot take every slot, and a slot freed while
-// callers wait goes to the waiting tenant that holds the fewest (the
-// earliest caller among equals).
+// tenant's slow handlers cannot take every slot, a slot freed while
+// callers wait goes to the waiting tenant that holds the fewest (then has
+// the fewest callers waiting; the earliest caller among equals), and a
+// full queue sheds the tenant with the most callers in it.
 //
 // Every map is keyed by a tenant holding or waiting for a slot: held has
 // at most n entries, waiting at most maxSlotWaiters.
@@ -35,9 +38,11 @@ type slots struct {
 // slotWaiter is one caller waiting for a slot.
 type slotWaiter struct {
 	tenant string
-	// granted is closed when the caller is given a slot; only grant
-	// closes it, with slots.mu held.
+	// granted is closed when the caller is given a slot, or shed from a
+	// full queue (shed true); only grant and shed close it, with slots.mu
+	// held.
 	granted chan struct{}
+	shed    bool // guarded by slots.mu
 }
 
 // newSlots returns n slots, of which one tenant may hold perTenant.
@@ -47,8 +52,8 @@ func newSlots(n, perTenant int) *slots {
 
 // take waits up to wait for a slot for tenant and returns the function
 // that frees it (once, whoever calls it). It fails with ledger.ErrBusy
-// when none is handed out within wait, at once when the queue is full or
-// tenant already has perTenant callers waiting.
+// when none is handed out within wait, or when the queue is full and
+// tenant has the most callers in it.
 func (s *slots) take(ctx context.Context, tenant string, wait time.Duration) (func(), error) {
 	s.mu.Lock()
 	// grant runs after every change, so a free slot that tenant may
@@ -58,7 +63,7 @@ func (s *slots) take(ctx context.Context, tenant string, wait time.Duration) (fu
 		s.mu.Unlock()
 		return s.releaser(tenant), nil
 	}
-	if len(s.queue) >= maxSlotWaiters || s.waiting[tenant] >= s.perTenant {
+	if len(s.queue) >= maxSlotWaiters && !s.shedFor(tenant) {
 		s.mu.Unlock()
 		return nil, s.busy(wait)
 	}
@@ -69,12 +74,10 @@ func (s *slots) take(ctx context.Context, tenant string, wait time.Duration) (fu
 
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	var err error
+	err := s.busy(wait)
 	select {
 	case <-w.granted:
-		return s.releaser(tenant), nil
 	case <-t.C:
-		err = s.busy(wait)
 	case <-ctx.Done():
 		err = fmt.Errorf("%w: %w", ledger.ErrBusy, ctx.Err())
 	}
@@ -82,12 +85,41 @@ func (s *slots) take(ctx context.Context, tenant string, wait time.Duration) (fu
 	defer s.mu.Unlock()
 	select {
 	case <-w.granted:
-		// Handed a slot as the wait ended: keep it rather than lose it.
+		if w.shed {
+			return nil, err
+		}
+		// Handed a slot, perhaps as the wait ended: keep it rather than
+		// lose it.
 		return s.releaser(tenant), nil
 	default:
 	}
 	s.dequeue(w)
 	return nil, err
+}
+
+// shedFor makes room in the full queue for a caller of tenant: it sheds
+// the latest caller of the tenant with the most callers waiting, when that
+// tenant has more than tenant. It reports whether it made room, and
+// requires that s.mu is held.
+func (s *slots) shedFor(tenant string) bool {
+	most := tenant
+	for t, n := range s.waiting {
+		if n > s.waiting[most] {
+			most = t
+		}
+	}
+	if most == tenant {
+		return false
+	}
+	for i := len(s.queue) - 1; i >= 0; i-- {
+		if w := s.queue[i]; w.tenant == most {
+			s.dequeue(w)
+			w.shed = true
+			close(w.granted)
+			return true
+		}
+	}
+	return false
 }
 
 // busy is take's error when no slot was handed out within wait.
@@ -131,14 +163,20 @@ func (s *slots) dequeue(w *slotWaiter) {
 }
 
 // grant hands free slots to waiting callers: each to the earliest caller
-// of the tenant that holds the fewest among those under perTenant. It
-// requires that s.mu is held.
+// of the tenant that holds the fewest among those under perTenant and,
+// among those, has the fewest callers waiting, so that a tenant's many
+// callers do not queue another's few behind them. It requires that s.mu
+// is held.
 func (s *slots) grant() {
 	for s.open < s.n {
 		var next *slotWaiter
 		for _, w := range s.queue {
 			h := s.held[w.tenant]
-			if h < s.perTenant && (next == nil || h < s.held[next.tenant]) {
+			if h >= s.perTenant {
+				continue
+			}
+			if next == nil || h < s.held[next.tenant] ||
+				h == s.held[next.tenant] && s.waiting[w.tenant] < s.waiting[next.tenant] {
 				next = w
 			}
 		}

@@ -61,41 +61,66 @@ func TestSlotsAreHandedOutFairlyByTenant(t *testing.T) {
 	// After the bubble's cleanups every slot is free again.
 }
 
-// The queue is bounded per tenant (its share) and in all: a caller past
-// either is refused at once, without waiting.
+// The queue is bounded: one tenant that fills it is refused at once past
+// it, and another tenant's caller takes the place of that tenant's latest
+// caller (shed at once with ErrBusy) and gets the next free slot.
 func TestSlotsQueueIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSlots(1, 1)
 		ctx := context.Background()
-		release, err := s.take(ctx, "a", time.Hour)
+		release, err := s.take(ctx, "other", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
-		go func() { _, _ = s.take(ctx, "a", time.Hour) }()
+		shed := make(chan error, maxSlotWaiters)
+		for range maxSlotWaiters {
+			go func() {
+				if _, err := s.take(ctx, "hog", time.Hour); err != nil {
+					shed <- err
+				}
+			}()
+		}
 		synctest.Wait()
 		start := time.Now()
-		if _, err := s.take(ctx, "a", time.Hour); !errors.Is(err, ledger.ErrBusy) || time.Since(start) != 0 {
-			t.Fatalf("a second waiter of a: %v after %v; want ErrBusy at once", err, time.Since(start))
+		if _, err := s.take(ctx, "hog", time.Hour); !errors.Is(err, ledger.ErrBusy) || time.Since(start) != 0 {
+			t.Fatalf("the hog past the full queue: %v after %v; want ErrBusy at once", err, time.Since(start))
 		}
-		for i := range maxSlotWaiters - 1 {
-			go func() { _, _ = s.take(ctx, fmt.Sprint("t", i), time.Hour) }()
-		}
+		got := make(chan error, 1)
+		go func() {
+			r, err := s.take(ctx, "victim", time.Hour)
+			if err == nil {
+				defer r()
+			}
+			got <- err
+		}()
 		synctest.Wait()
-		if _, err := s.take(ctx, "late", time.Hour); !errors.Is(err, ledger.ErrBusy) || time.Since(start) != 0 {
-			t.Fatalf("a caller past the full queue: %v after %v; want ErrBusy at once", err, time.Since(start))
+		select {
+		case err := <-shed:
+			if !errors.Is(err, ledger.ErrBusy) || time.Since(start) != 0 {
+				t.Fatalf("the shed caller: %v after %v; want ErrBusy at once", err, time.Since(start))
+			}
+		default:
+			t.Fatal("no caller of the hog was shed for the victim")
 		}
-		if n := len(s.waiting); n != maxSlotWaiters {
-			t.Fatalf("%d tenants waiting; want %d", n, maxSlotWaiters)
+		s.mu.Lock()
+		queued, hogs := len(s.queue), s.waiting["hog"]
+		s.mu.Unlock()
+		if queued != maxSlotWaiters || hogs != maxSlotWaiters-1 {
+			t.Fatalf("%d queued, %d of the hog; want %d and %d", queued, hogs, maxSlotWaiters, maxSlotWaiters-1)
 		}
+		// The victim holds none, as the hog does, and came last; it has
+		// one caller waiting to the hog's 1,023, so it goes first.
 		release()
 		synctest.Wait()
-		s.mu.Lock()
-		waiting, open, holding := len(s.queue), s.open, len(s.held)
-		s.mu.Unlock()
-		if waiting != maxSlotWaiters-1 || open != 1 || holding != 1 {
-			t.Fatalf("after one release: %d waiting, %d open, %d tenants holding; want %d, 1, 1", waiting, open, holding, maxSlotWaiters-1)
+		select {
+		case err := <-got:
+			if err != nil || time.Since(start) != 0 {
+				t.Fatalf("the victim: %v after %v; want the freed slot at once", err, time.Since(start))
+			}
+		default:
+			t.Fatal("the freed slot did not go to the victim")
 		}
-		time.Sleep(2 * time.Hour) // the bubble's clock: every waiter's wait ends
+		time.Sleep(2 * time.Hour) // the bubble's clock: every wait ends
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if len(s.queue) != 0 || len(s.waiting) != 0 {
