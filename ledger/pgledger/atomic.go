@@ -151,7 +151,16 @@ func (a *atomicTx) Rollback(ctx context.Context) error {
 // effect and survives the transaction's rollback. The statement takes one
 // of the connections Config.MaxAtomic leaves to the store, never a
 // transaction slot: a handler holding the last slot still gets its mark.
+//
+// On a DB of one session (a *pgx.Conn or a pgx.Tx) the statement would run
+// inside the owner's transaction and be rolled back with it, so MarkEffect
+// refuses, wrapping ledger.ErrInvalidConfig: the owner must not do the
+// effect, and the store needs a pool.
 func (a *atomicTx) MarkEffect(ctx context.Context) error {
+	switch a.s.db.(type) {
+	case *pgx.Conn, pgx.Tx:
+		return fmt.Errorf("%w: pgledger: MarkEffect needs a pool as the Store's DB; on one connection the mark would be rolled back with the transaction", ledger.ErrInvalidConfig)
+	}
 	return a.s.fencedExec(ctx, "markEffect", a.k, a.token)
 }
 

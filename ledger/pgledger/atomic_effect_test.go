@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/retrybudget/retrybudget/idempotency"
 	"github.com/retrybudget/retrybudget/ledger"
@@ -241,5 +242,36 @@ func TestAtomicMarkEffect(t *testing.T) {
 	// The old owner, taken over, may no longer mark.
 	if err := atx.MarkEffect(t.Context()); !errors.Is(err, ledger.ErrNotOwner) {
 		t.Fatalf("MarkEffect after a takeover: %v; want ErrNotOwner", err)
+	}
+}
+
+// On a DB of one connection the mark would run inside the owner's
+// transaction and be rolled back with it: MarkEffect refuses, so the owner
+// does not do the effect.
+func TestAtomicMarkEffectNeedsAPool(t *testing.T) {
+	db := newEffectsDB(t)
+	cfg, err := pgx.ParseConfig(db.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams["search_path"] = db.schema
+	conn, err := pgx.ConnectConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	s := unmigrated(t, conn, pgledger.Config{})
+	k := ledger.Key{Tenant: "t", Operation: "op", Key: "k"}
+	res, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "o", Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	atx, err := s.BeginAtomic(t.Context(), k, res.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer atx.Rollback(context.Background()) //nolint:errcheck // the test's subject is MarkEffect
+	if err := atx.MarkEffect(t.Context()); !errors.Is(err, ledger.ErrInvalidConfig) {
+		t.Fatalf("MarkEffect on one connection: %v; want ErrInvalidConfig", err)
 	}
 }
