@@ -125,6 +125,11 @@ func (t *Transport) check(req *http.Request) error {
 func (p *policy) newCall(req *http.Request) (*call, error) {
 	action, hasAction := ActionFrom(req.Context())
 	hasAction = hasAction && !p.noAction
+	if hasAction && req.Response != nil {
+		// A hop of a redirect that http.Client follows is a request of
+		// its own, under an action derived from the first (redirect.go).
+		action = redirectAction(action, redirectHop(req))
+	}
 	callerKey := headerValue(req.Header, p.cfg.KeyHeader)
 	key, src, replaced, err := resolveKey(&p.keys, req.Method, callerKey, action, hasAction)
 	if err != nil {
@@ -132,9 +137,7 @@ func (p *policy) newCall(req *http.Request) (*call, error) {
 	}
 	sendsKey := keySent(p.cfg.OmitKey, src, replaced)
 	keyed := callerKey != "" || sendsKey
-	// A hop of a redirect that http.Client follows (req.Response is set)
-	// is not a new action: the first hop holds the ledger record.
-	ledgered := hasAction && p.cfg.Ledger.Store != nil && req.Response == nil
+	ledgered := hasAction && p.cfg.Ledger.Store != nil
 	idempotent := isIdempotent(req.Method)
 	// net/http re-sends by itself a keyed request with GetBody, or any
 	// idempotent one, after a kept-alive connection broke, even once it

@@ -1,0 +1,167 @@
+package retrybudget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// Redirects of a request under an Action, followed by http.Client: each hop
+// is a request of its own, under an action derived from the first one, so
+// a job's second run replays every hop instead of sending it again.
+
+// issueTracker is a fake provider that does not deduplicate: POST to
+// /repos/old/issues is answered with a redirect to /repos/new/issues
+// (/repos/older/issues with one to /repos/old/issues), and
+// each POST there creates an issue (GitHub answers a renamed repository's
+// URL with a 307 to the new one). A GET there lists the issues and changes
+// nothing.
+type issueTracker struct {
+	mu      sync.Mutex // guards created, gets, keys
+	created int
+	gets    int
+	keys    []string // the key header of each request, in order
+	// redirect is the status of the answer at the old URL.
+	redirect int
+	// fail, when set, makes each creation answer 500 after creating the
+	// issue: the provider applied it, the caller cannot tell.
+	fail bool
+}
+
+func (it *issueTracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.keys = append(it.keys, r.Header.Get("Idempotency-Key"))
+	switch {
+	case r.URL.Path == "/repos/older/issues":
+		http.Redirect(w, r, "/repos/old/issues", it.redirect)
+	case r.URL.Path == "/repos/old/issues":
+		http.Redirect(w, r, "/repos/new/issues", it.redirect)
+	case r.URL.Path == "/repos/new/issues" && r.Method == http.MethodPost:
+		it.created++
+		if it.fail {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"number":1}`)
+	case r.URL.Path == "/repos/new/issues" && r.Method == http.MethodGet:
+		it.gets++
+		io.WriteString(w, `[]`)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (it *issueTracker) counts() (created, gets int) {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	return it.created, it.gets
+}
+
+var openIssue = Action{Tenant: "acme", Operation: "open-issue", Key: "incident-7"}
+
+// runJob is one run of a job that opens the issue through an http.Client
+// over tr, as a worker does each time the job runs, at url's repository
+// repo. It returns the final status, or the error of client.Do.
+func runJob(t *testing.T, tr http.RoundTripper, url, repo string) (int, error) {
+	t.Helper()
+	client := &http.Client{Transport: tr}
+	req, err := http.NewRequestWithContext(WithAction(context.Background(), openIssue), http.MethodPost,
+		url+"/repos/"+repo+"/issues", strings.NewReader(`{"title":"disk full"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func TestRerunOfARedirectedActionReplaysEveryHop(t *testing.T) {
+	for _, tc := range []struct {
+		redirect int
+		omitKey  bool
+		// repo is where the job posts: "older" is two hops away.
+		repo string
+		// created is how many issues the two runs create, and status the
+		// final answer of each: a 307 or 308 keeps the POST; http.Client
+		// follows a 301, 302 or 303 to a POST with a GET, which creates
+		// nothing.
+		created, status int
+	}{
+		{http.StatusTemporaryRedirect, true, "old", 1, 201},
+		{http.StatusPermanentRedirect, true, "old", 1, 201},
+		{http.StatusTemporaryRedirect, false, "old", 1, 201},
+		{http.StatusPermanentRedirect, false, "old", 1, 201},
+		{http.StatusTemporaryRedirect, true, "older", 1, 201},
+		{http.StatusMovedPermanently, true, "old", 0, 200},
+		{http.StatusFound, true, "old", 0, 200},
+		{http.StatusSeeOther, true, "old", 0, 200},
+	} {
+		t.Run(fmt.Sprintf("%d from %s omitKey=%v", tc.redirect, tc.repo, tc.omitKey), func(t *testing.T) {
+			it := &issueTracker{redirect: tc.redirect}
+			p := newProvider(t, it.ServeHTTP)
+			tr := New(Config{OmitKey: tc.omitKey, Ledger: LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})}})
+			for run := 1; run <= 2; run++ {
+				code, err := runJob(t, tr, p.URL, tc.repo)
+				if err != nil || code != tc.status {
+					t.Fatalf("run %d: status %d, error %v; want %d", run, code, err, tc.status)
+				}
+			}
+			if created, _ := it.counts(); created != tc.created {
+				t.Fatalf("two runs of one action created %d issues; want %d", created, tc.created)
+			}
+		})
+	}
+}
+
+func TestRerunDoesNotResendARedirectHopThatMayHaveBeenApplied(t *testing.T) {
+	// The hop's answer is a 500 after the issue was created: a POST
+	// without a key the provider honours may not be repeated, so the hop's
+	// record stays uncertain, and the rerun, replaying the 307, must stop
+	// at the hop instead of sending it again.
+	it := &issueTracker{redirect: http.StatusTemporaryRedirect, fail: true}
+	p := newProvider(t, it.ServeHTTP)
+	tr := New(Config{OmitKey: true, MaxAttempts: 3, Ledger: LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})}})
+	if code, err := runJob(t, tr, p.URL, "old"); err != nil || code != http.StatusInternalServerError {
+		t.Fatalf("first run: status %d, error %v; want the 500", code, err)
+	}
+	_, err := runJob(t, tr, p.URL, "old")
+	if !errors.Is(err, ErrUncertain) {
+		t.Fatalf("second run: error %v; want ErrUncertain from the hop's record", err)
+	}
+	if created, _ := it.counts(); created != 1 {
+		t.Fatalf("two runs created %d issues; want 1", created)
+	}
+}
+
+func TestRedirectHopIsSentUnderAKeyOfItsOwn(t *testing.T) {
+	// A provider that honours keys keeps the first request's key for the
+	// first URL: the hop, a request of its own to another URL, carries the
+	// derived action's key, the same on every run.
+	it := &issueTracker{redirect: http.StatusTemporaryRedirect}
+	p := newProvider(t, it.ServeHTTP)
+	tr := New(Config{Ledger: LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})}})
+	if _, err := runJob(t, tr, p.URL, "old"); err != nil {
+		t.Fatal(err)
+	}
+	it.mu.Lock()
+	keys := append([]string(nil), it.keys...)
+	it.mu.Unlock()
+	hop := redirectAction(openIssue, 1).IdempotencyKey()
+	if len(keys) != 2 || keys[0] != openIssue.IdempotencyKey() || keys[1] != hop || hop == keys[0] {
+		t.Fatalf("keys sent %q; want the action's %q, then the hop's %q", keys, openIssue.IdempotencyKey(), hop)
+	}
+}
