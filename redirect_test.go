@@ -165,3 +165,63 @@ func TestRedirectHopIsSentUnderAKeyOfItsOwn(t *testing.T) {
 		t.Fatalf("keys sent %q; want the action's %q, then the hop's %q", keys, openIssue.IdempotencyKey(), hop)
 	}
 }
+
+func TestRedirectHopKeepsHTTPClientRules(t *testing.T) {
+	// http.Client, not the Transport, follows the redirect, so its rules
+	// hold for a hop under an Action: credentials stay off another host,
+	// and CheckRedirect decides whether a hop is sent at all.
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	tr := New(Config{OmitKey: true, Ledger: LedgerConfig{Store: store}})
+	var mu sync.Mutex
+	var auths []string
+	created := 0
+	other := newProvider(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auths = append(auths, r.Header.Get("Authorization"))
+		created++
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	})
+	// Another host for http.Client: localhost, where the first is 127.0.0.1.
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	first := newProvider(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, otherURL+"/repos/new/issues", http.StatusTemporaryRedirect)
+	})
+	post := func(client *http.Client, key string) (int, error) {
+		a := openIssue
+		a.Key = key
+		req, _ := http.NewRequestWithContext(WithAction(context.Background(), a), http.MethodPost,
+			first.URL+"/repos/old/issues", strings.NewReader(`{"title":"disk full"}`))
+		req.Header.Set("Authorization", "Bearer ghp_secret")
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+
+	for run := 1; run <= 2; run++ {
+		if code, err := post(&http.Client{Transport: tr}, "cross-host"); err != nil || code != http.StatusCreated {
+			t.Fatalf("run %d: status %d, error %v; want 201 from the other host", run, code, err)
+		}
+	}
+	mu.Lock()
+	gotAuths, gotCreated := append([]string(nil), auths...), created
+	mu.Unlock()
+	if gotCreated != 1 || len(gotAuths) != 1 || gotAuths[0] != "" {
+		t.Fatalf("other host created %d, saw Authorization %q; want one creation without the credential", gotCreated, gotAuths)
+	}
+
+	stop := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for run := 1; run <= 2; run++ {
+		if code, err := post(stop, "not-followed"); err != nil || code != http.StatusTemporaryRedirect {
+			t.Fatalf("run %d: status %d, error %v; want the 307 itself", run, code, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if created != 1 {
+		t.Fatalf("a redirect CheckRedirect refused was followed: %d creations; want still 1", created)
+	}
+}
