@@ -125,10 +125,11 @@ func (t *Transport) check(req *http.Request) error {
 func (p *policy) newCall(req *http.Request) (*call, error) {
 	action, hasAction := ActionFrom(req.Context())
 	hasAction = hasAction && !p.noAction
+	var origin Action // the action a redirect hop derives from
 	if hasAction && req.Response != nil {
 		// A hop of a redirect that http.Client follows is a request of
 		// its own, under an action derived from the first (redirect.go).
-		action = redirectAction(action, redirectHop(req))
+		origin, action = action, redirectAction(action, redirectHop(req))
 	}
 	callerKey := headerValue(req.Header, p.cfg.KeyHeader)
 	key, src, replaced, err := resolveKey(&p.keys, req.Method, callerKey, action, hasAction)
@@ -185,7 +186,7 @@ func (p *policy) newCall(req *http.Request) (*call, error) {
 		c.header, c.headerCopied = http.Header{}, true
 	}
 	if ledgered {
-		c.led = &ledgerGate{key: action, cfg: &p.cfg, caller: req, routeName: p.routeName, keyed: keyed,
+		c.led = &ledgerGate{key: action, origin: origin, cfg: &p.cfg, caller: req, routeName: p.routeName, keyed: keyed,
 			deadline: deadline, clock: p.clock}
 	}
 	if p.cfg.Limiter != nil {

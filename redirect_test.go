@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -223,5 +224,71 @@ func TestRedirectHopKeepsHTTPClientRules(t *testing.T) {
 	defer mu.Unlock()
 	if created != 1 {
 		t.Fatalf("a redirect CheckRedirect refused was followed: %d creations; want still 1", created)
+	}
+}
+
+func TestReconcilerOfARedirectHopIsAskedAboutTheAction(t *testing.T) {
+	// A Reconciler that finds the effect by a mark of the action in the
+	// request (as integrations/github finds an issue by its Marker) must
+	// find the hop's effect too: the hop carries the first request's body,
+	// so the Reconciler is asked about the action, not the hop's derived
+	// one. Asked about the hop's, it finds nothing and the hop is sent
+	// again.
+	var mu sync.Mutex
+	var bodies []string
+	lose := true // the first creation's answer is lost
+	p := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/repos/old/issues" {
+			http.Redirect(w, r, "/repos/new/issues", http.StatusTemporaryRedirect)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		drop := lose
+		lose = false
+		mu.Unlock()
+		if drop {
+			lost(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(p.Close)
+	var asked []Action
+	reconcile := func(_ context.Context, rec ledger.Record) (ledger.Resolution, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, rec.Key)
+		for _, b := range bodies {
+			if strings.Contains(b, "mark:"+rec.Key.ID()) {
+				return ledger.Resolution{State: ledger.StateCompleted, Outcome: ledger.Outcome{Status: http.StatusCreated}}, nil
+			}
+		}
+		return ledger.Resolution{State: ledger.StateFailed, Reason: "no issue carries the mark"}, nil
+	}
+	tr := New(Config{OmitKey: true, Ledger: LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{}), Reconciler: reconcile}})
+	run := func() (int, error) {
+		req, _ := http.NewRequestWithContext(WithAction(context.Background(), openIssue), http.MethodPost,
+			p.URL+"/repos/old/issues", strings.NewReader(`{"title":"disk full","body":"mark:`+openIssue.ID()+`"}`))
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if _, err := run(); !errors.Is(err, ErrUncertain) {
+		t.Fatalf("first run: error %v; want ErrUncertain (the answer was lost)", err)
+	}
+	code, err := run()
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil || code != http.StatusCreated || len(bodies) != 1 {
+		t.Fatalf("second run: status %d, error %v, %d creations, Reconciler asked about %v; want the found issue replayed, 1 creation",
+			code, err, len(bodies), asked)
+	}
+	if len(asked) != 1 || asked[0] != openIssue {
+		t.Fatalf("Reconciler asked about %v; want the action %v", asked, openIssue)
 	}
 }
