@@ -24,7 +24,11 @@ var (
 	ErrWaitTooLong = errors.New("retrybudget: provider asked to wait longer than allowed")
 	// ErrUncertain means the last attempt may have been applied by the
 	// provider and repeating it is not safe (no idempotency key and a
-	// method that is not idempotent). Reconcile before trying again.
+	// method that is not idempotent). Reconcile before trying again. It
+	// is the reason whatever ended the call then: the caller's context
+	// ending after the request was written, or an SDK's numbered re-send
+	// ending unsent after earlier sends; the *Error's Cause keeps that
+	// error (errors.Is finds context.DeadlineExceeded, say).
 	ErrUncertain = errors.New("retrybudget: outcome uncertain: the request may have been applied")
 	// ErrRejected means the provider rejected the request (ClassBusiness);
 	// repeating it unchanged will not help.
