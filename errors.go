@@ -16,10 +16,13 @@ var (
 	ErrAttemptsExhausted = errors.New("retrybudget: attempts exhausted")
 	// ErrDeadline means the next attempt could not start before the
 	// deadline (the context's or Config.Deadline), so the Transport gave up
-	// at once instead of sleeping into it. RetryAt says when to come back.
+	// at once instead of sleeping into it. RetryAt says when to come back;
+	// it is zero when the rate limiter had not answered by the deadline
+	// (a slow store): nothing was refused then.
 	ErrDeadline = errors.New("retrybudget: retry cannot fit the deadline")
 	// ErrWaitTooLong means the provider asked for a wait longer than
-	// Config.MaxWait, or the call's waits together would pass it. RetryAt
+	// Config.MaxWait, or the call's waits together would pass it, the
+	// time spent waiting for the rate limiter's answer included. RetryAt
 	// is the time to come back: the provider's, when it named one.
 	ErrWaitTooLong = errors.New("retrybudget: provider asked to wait longer than allowed")
 	// ErrUncertain means the last attempt may have been applied by the
