@@ -36,10 +36,6 @@ type ledgerGate struct {
 	token int64
 	// keeper renews the lease while the owning call runs; nil otherwise.
 	keeper *ledger.Keeper
-	// marked reports that the action was marked as sending
-	// (Store.MarkSending), as the reservation promised before the first
-	// send.
-	marked bool
 	// lost reports that a fenced store call found the token no longer
 	// current: another worker owns the action now.
 	lost bool
@@ -82,9 +78,10 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		// The nonce makes the request idempotent: sent again after a lost
 		// reply, it gets its own grant back instead of being held by it.
 		Nonce: ledger.NewNonce(),
-		// beforeSend marks the action before the first send, so a lease
-		// that runs out before it is provably unsent.
+		// beforeSend marks the action before every send, so a lease
+		// that runs out before the first is provably unsent.
 		MarksSending: true,
+		Settle:       cfg.SettleTime,
 	}
 	res, err := g.reserveOnce(ctx, rr)
 	if err != nil && ctx.Err() == nil && (g.deadline.IsZero() || g.clock.Now().Before(g.deadline)) {
@@ -121,7 +118,7 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		// The lease is renewed while the Reconciler runs: a Reconciler
 		// slower than the lease must not let another worker take over.
 		g.own(ctx, res.Token)
-		return g.reconcile(ctx, res.Record)
+		return g.reconcile(ctx, res, now)
 	case ledger.VerdictPending, ledger.VerdictDelayed:
 		return reservation{stop: ErrPending, cause: res.Err(), retryAt: now.Add(max(res.RetryAfter, time.Millisecond))}
 	case ledger.VerdictConflict:
@@ -188,16 +185,21 @@ func (g *ledgerGate) lapsed(ctx context.Context, res ledger.Reservation) reserva
 }
 
 // reconcile asks the configured Reconciler what became of an action whose
-// owner died, and settles the record under token: a completed action is
-// replayed, one that never happened is sent under the same key, an unknown
-// one stays uncertain for an operator.
-func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record) reservation {
+// owner died, granted reconciles it, and settles the record under token: a
+// completed action is replayed, one that never happened is sent under the
+// same key, an unknown one stays uncertain for an operator. "Never
+// happened" inside the settle time of the action's last send
+// (ledger.Reservation.Trust) is not trusted: the record stays uncertain
+// and the call is told ErrPending with RetryAt at the settle time's end
+// (now is the Transport's time of the reservation).
+func (g *ledgerGate) reconcile(ctx context.Context, granted ledger.Reservation, now time.Time) reservation {
 	// The Reconciler asks the provider: bounded like a store call, by the
 	// call's deadline and storeTimeout, so a hung one holds neither the
 	// call nor, through the lease kept meanwhile, the action.
 	rctx, cancel := g.storeContext(ctx, false)
-	res, err := g.cfg.Ledger.Reconciler(rctx, rec)
+	found, err := g.cfg.Ledger.Reconciler(rctx, granted.Record)
 	cancel()
+	res := granted.Trust(found)
 	if err != nil {
 		res = ledger.Resolution{State: ledger.StateUncertain, Reason: "reconciler failed"}
 	}
@@ -228,6 +230,13 @@ func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record) reservati
 	defer cancel()
 	if serr := ledger.Settle(sctx, g.cfg.Ledger.Store, g.key, token, ledger.Resolution{State: ledger.StateUncertain, Reason: res.Reason}); serr != nil {
 		g.failed("fail", serr)
+	}
+	if err == nil && found.State == ledger.StateFailed {
+		// Not found while the provider may still apply the last send:
+		// ask again once the settle time has passed.
+		cause := &ledger.Error{Err: ledger.ErrPending, Key: g.key, Verdict: granted.Verdict, State: ledger.StateUncertain,
+			RetryAfter: granted.RetryAfter, Path: append(granted.Path, res.Reason)}
+		return reservation{stop: ErrPending, cause: cause, retryAt: now.Add(max(granted.RetryAfter, time.Millisecond))}
 	}
 	return reservation{stop: ErrUncertain, cause: errors.Join(err, ledger.ErrUncertain), maybeApplied: true}
 }
@@ -273,12 +282,17 @@ func (g *ledgerGate) lostLease() bool {
 }
 
 // beforeSend checks, right before each attempt, that the call still owns
-// its action, and before the first marks it as sending (fenced by the
-// token, as the reservation promised). stop is nil when the attempt may
-// go; ErrPending when another worker took the action over (nothing more
-// is recorded: the record is that worker's); ErrLedger when the mark
-// could not be written, and then nothing was sent and the action is
-// failed with no effect possible.
+// its action, and marks it as sending (fenced by the token, as the
+// reservation promised). The mark is written before every attempt, not
+// only the first: a worker that lost its action while it waited to retry
+// (another live process took it over) learns it here, from the store,
+// before it sends, rather than from its lease keeper a third of a lease
+// later; and each mark starts the send's settle time. stop is nil when
+// the attempt may go; ErrPending when another worker took the action over
+// (nothing more is recorded: the record is that worker's); ErrLedger when
+// the mark could not be written, and then nothing was sent and the action
+// is failed with no effect possible, or left uncertain after an earlier
+// attempt.
 func (g *ledgerGate) beforeSend(ctx context.Context) (stop, cause error) {
 	if g.token == 0 {
 		return nil, nil
@@ -288,15 +302,11 @@ func (g *ledgerGate) beforeSend(ctx context.Context) (stop, cause error) {
 		g.disown()
 		return ErrPending, cause
 	}
-	if g.marked {
-		return nil, nil
-	}
 	sctx, cancel := g.storeContext(ctx, false)
 	err := g.cfg.Ledger.Store.MarkSending(sctx, g.key, g.token)
 	cancel()
 	switch {
 	case err == nil:
-		g.marked = true
 		return nil, nil
 	case errors.Is(err, ledger.ErrNotOwner):
 		err = g.notOwner(ctx, "mark sending", err)

@@ -57,6 +57,18 @@ type Config struct {
 	// instead. Zero means the provider keeps keys at least as long as the
 	// ledger keeps records.
 	KeyRetention time.Duration
+	// SettleTime is how long after a send the provider may still apply
+	// it: at least its processing time, counted from the action's last
+	// sending mark or attempt on the ledger store's clock (see
+	// ledger.ReserveRequest.Settle). A request cut off by a crash or a
+	// timeout may be applied seconds after its client is gone, so until
+	// the settle time has passed a Reconciler's "not found" for an action
+	// that may have been sent is not trusted where keys are not honoured:
+	// the action stays uncertain, and the call ends with ErrPending and
+	// RetryAt at the settle time's end. A found effect is replayed at
+	// once. Zero means Ledger.Lease; it never means "forever". Set it
+	// shorter only where the provider documents how long it may take.
+	SettleTime time.Duration
 
 	// MaxAttempts limits the attempts per call, the first included. Zero
 	// means 4; a negative value means 1 (no retries).

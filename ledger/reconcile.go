@@ -45,6 +45,19 @@ func Settle(ctx context.Context, s Store, k Key, token int64, res Resolution) er
 	return fmt.Errorf("%w: a reconciler cannot settle an action as %s", ErrInvalid, res.State)
 }
 
+// Trust returns what a reconciler's finding res on the action r.Decision
+// took over may be acted on: res itself, except that a "never performed"
+// (StateFailed) inside the settle time (Decision.Settling) becomes
+// StateUncertain, since the destination may still apply the request it
+// has not reported yet. The record then stays for the next request after
+// r.RetryAfter, which asks again.
+func (r Reservation) Trust(res Resolution) Resolution {
+	if r.Settling && res.State == StateFailed {
+		return Resolution{State: StateUncertain, Reason: "not found inside the settle time of its last send: the destination may still apply it"}
+	}
+	return res
+}
+
 // Reconciled reports what Reconcile did with one record.
 type Reconciled struct {
 	// Key is the action.
@@ -133,6 +146,7 @@ func reconcileOne(ctx context.Context, s Store, fn Reconciler, rec Record, owner
 		err = fmt.Errorf("%w: reconciler returned state %s", ErrInvalid, found.State)
 		found = Resolution{State: StateUncertain, Reason: "reconciler returned an invalid state"}
 	}
+	found = res.Trust(found)
 	if serr := Settle(ctx, s, rec.Key, res.Token, found); serr != nil {
 		r.Err = errors.Join(err, serr)
 		return r
