@@ -36,6 +36,9 @@ type ledgerGate struct {
 	token int64
 	// keeper renews the lease while the owning call runs; nil otherwise.
 	keeper *ledger.Keeper
+	// ownedAt is when the call was granted the action, on its clock, for
+	// the usual run time of its tenant and operation (callTimes).
+	ownedAt time.Time
 	// lost reports that a fenced store call found the token no longer
 	// current: another worker owns the action now.
 	lost bool
@@ -52,7 +55,8 @@ type reservation struct {
 	stop error
 	// cause is the store's or the ledger's error.
 	cause error
-	// retryAt, with ErrPending, is when the other call's lease ends.
+	// retryAt, with ErrPending, is when the other call can have finished
+	// (see callTimes.pendingWait), at the latest when its lease ends.
 	retryAt time.Time
 	// maybeApplied reports that an earlier call may have applied it: set
 	// with a stop, and on a resend grant, which the call then owns.
@@ -119,7 +123,10 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		// slower than the lease must not let another worker take over.
 		g.own(ctx, res.Token)
 		return g.reconcile(ctx, res, now)
-	case ledger.VerdictPending, ledger.VerdictDelayed:
+	case ledger.VerdictPending:
+		wait := cfg.Ledger.calls.pendingWait(g.key, res)
+		return reservation{stop: ErrPending, cause: res.Err(), retryAt: now.Add(max(wait, time.Millisecond))}
+	case ledger.VerdictDelayed:
 		return reservation{stop: ErrPending, cause: res.Err(), retryAt: now.Add(max(res.RetryAfter, time.Millisecond))}
 	case ledger.VerdictConflict:
 		return reservation{stop: ErrConflict, cause: res.Err()}
@@ -245,7 +252,7 @@ func (g *ledgerGate) reconcile(ctx context.Context, granted ledger.Reservation, 
 // in the background for as long as the call runs, so a long attempt keeps
 // its action; settle stops it.
 func (g *ledgerGate) own(ctx context.Context, token int64) {
-	g.token = token
+	g.token, g.ownedAt = token, g.clock.Now()
 	g.keeper = ledger.KeepLease(ctx, g.cfg.Ledger.Store, g.key, token, g.cfg.Ledger.Lease)
 }
 
@@ -356,6 +363,8 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	}
 	ctx, cancel := g.storeContext(ctx, true) // record even if the caller gave up
 	defer cancel()
+	// However it ends, a duplicate held as pending may go on from here.
+	g.cfg.Ledger.calls.observe(g.key, g.clock.Now().Sub(g.ownedAt))
 	store := g.cfg.Ledger.Store
 	answered := out.Reason == nil || out.Reason == ErrRejected
 	// A keyed 409 is not the action's answer, and the request in

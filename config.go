@@ -207,6 +207,10 @@ type LedgerConfig struct {
 	// over; a running call renews it every third of it (ledger.KeepLease).
 	// Zero means ledger.DefaultLease (30s).
 	Lease time.Duration
+	// calls is how long the owning calls of each tenant and operation
+	// usually run, for the RetryAt of a duplicate told ErrPending; set by
+	// withDefaults, shared by the copies of this policy's Config.
+	calls *callTimes
 	// Reconciler asks the provider what became of an action whose owner
 	// died mid-call (typically a GET by idempotency key). Nil means such an
 	// action is re-sent under the same key when Config.KeysHonoured, and
@@ -255,6 +259,9 @@ func (c Config) withDefaults(clk clock) Config {
 		// nothing (see instance).
 		if c.Ledger.instance == "" && c.Ledger.Owner != defaultLedgerOwner() {
 			c.Ledger.instance = processInstance()
+		}
+		if c.Ledger.calls == nil {
+			c.Ledger.calls = &callTimes{}
 		}
 	}
 	if c.Ledger.Lease <= 0 {
