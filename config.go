@@ -192,10 +192,14 @@ type LedgerConfig struct {
 	// earlier run left in progress at once (see
 	// ledger.ReserveRequest.Instance), instead of waiting out their
 	// leases, and each is then run, reconciled, re-sent or reported
-	// uncertain as ledger.Resolve decides for a dead owner. Two live workers given one Owner take
-	// each other's actions over: fencing still keeps every action to
-	// one sender, and the one that loses reports ledger.ErrOwnerShared
-	// to Observer.Ledger. Empty means "hostname:pid", which changes on
+	// uncertain as ledger.Resolve decides for a dead owner: only what was
+	// never marked as sending is sent at once where keys are not honoured;
+	// a Reconciler's "not found" for the rest waits out the settle time
+	// of its last send (Config.SettleTime). Two live workers given one
+	// Owner take each other's actions over: fencing still keeps every
+	// action to one sender, since every send, a retry included, is fenced
+	// by a sending mark with the call's token, and the one that loses
+	// reports ledger.ErrOwnerShared to Observer.Ledger. Empty means "hostname:pid", which changes on
 	// restart, so a restarted worker waits out its old leases.
 	Owner string
 	// instance is this process's run (ledger.ReserveRequest.Instance),

@@ -92,7 +92,9 @@ func (r Reconciled) Result() string {
 // Reconcile runs fn over records, such as those Sweep returned. For each
 // it takes the action over with Reserve (as owner, with a reconciler, so
 // the stored fingerprint and identity are kept), asks fn, and settles the
-// record with Settle. A takeover that finds the action never sent
+// record with Settle, what fn found passed through Reservation.Trust: a
+// "never performed" inside the settle time of the last send stays
+// uncertain, for a later sweep. A takeover that finds the action never sent
 // (VerdictRetry, VerdictCreated) asks nothing and records it failed (no
 // effect), so its next request sends it. A reconciler error records the action as uncertain,
 // so the next sweep lists it at once instead of after a lease. Reconcile
