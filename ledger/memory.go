@@ -138,6 +138,9 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 	res.Expired = expired && res.Verdict == VerdictCreated
 	if in.Regrant && e.rec.State == StateInProgress && res.Verdict == e.granted {
 		res.Token, res.Record = e.token, e.rec.clone()
+		if res.Settling {
+			res.RetryAfter = e.rec.SettleUntil.Sub(now)
+		}
 		return res, nil
 	}
 

@@ -72,6 +72,10 @@ type Decision struct {
 	Settling bool
 }
 
+// settlingStep is the step of a reconcile decision made inside the settle
+// time (Decision.Settling).
+const settlingStep = "the last send is within its settle time and keys are not honoured: the destination may still apply it, so only a found effect settles it now; \"not found\" leaves it uncertain until the settle time has passed"
+
 // Resolve decides what to do with a request for an action in a given
 // stored state. It is the ledger's whole decision matrix, as a pure
 // function: both stores and the retrybudget Transport apply exactly this.
@@ -151,6 +155,10 @@ func Resolve(in Input) Decision {
 		step("the current grant was made to this very request (same nonce): the reply to it was lost and the request sent again")
 		step("return the grant as it was made, " + in.Granted.String())
 		d.Verdict, d.Send = in.Granted, in.Granted == VerdictCreated || in.Granted == VerdictRetry || in.Granted == VerdictResend
+		if d.Verdict == VerdictReconcile && in.Settling && !in.KeysHonoured {
+			step(settlingStep)
+			d.Settling = true
+		}
 		return d
 	case in.State == StateInProgress && !in.LeaseExpired:
 		step("the owner's lease is alive: another worker is sending")
@@ -170,7 +178,7 @@ func Resolve(in Input) Decision {
 	case in.Reconciler:
 		step("a reconciler is configured: take over and ask it what the destination did")
 		if in.Settling && !in.KeysHonoured {
-			step("the last send is within its settle time and keys are not honoured: the destination may still apply it, so only a found effect settles it now; \"not found\" leaves it uncertain until the settle time has passed")
+			step(settlingStep)
 			d.Settling = true
 		}
 		d.Verdict = VerdictReconcile

@@ -35,7 +35,7 @@ func testRestartedOwnerWaitsOutTheSettleTime(t *testing.T, h Harness) {
 	}
 
 	restarted := ledger.ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "pod-1", Instance: "run-2",
-		Lease: time.Hour, MarksSending: true, Reconciler: true}
+		Lease: time.Hour, MarksSending: true, Reconciler: true, Nonce: ledger.NewNonce()}
 	res := h.reserve(t, restarted)
 	want := ledger.Resolve(ledger.Input{State: ledger.StateInProgress, Fingerprint: fpA, StoredFingerprint: fpA,
 		Reclaim: true, Reconciler: true, Settling: true})
@@ -45,6 +45,11 @@ func testRestartedOwnerWaitsOutTheSettleTime(t *testing.T, h Harness) {
 	}
 	if res.RetryAfter <= 0 || res.RetryAfter > h.Short {
 		t.Fatalf("RetryAfter %s; want the rest of the %s settle time", res.RetryAfter, h.Short)
+	}
+	// The reply was lost and the request sent again: its own grant comes
+	// back, still inside the settle time.
+	if regrant := h.reserve(t, restarted); regrant.Token != res.Token || !regrant.Settling || regrant.RetryAfter <= 0 {
+		t.Fatalf("re-sent reclaim: token %d settling %t retry after %s; want token %d, settling", regrant.Token, regrant.Settling, regrant.RetryAfter, res.Token)
 	}
 	notFound := res.Trust(ledger.Resolution{State: ledger.StateFailed, Reason: "not found"})
 	if notFound.State != ledger.StateUncertain {
