@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/retrybudget/retrybudget/internal/readahead"
@@ -242,7 +243,7 @@ func (g *ledgerGate) reconcile(ctx context.Context, granted ledger.Reservation, 
 		// Not found while the provider may still apply the last send:
 		// ask again once the settle time has passed.
 		cause := &ledger.Error{Err: ledger.ErrPending, Key: g.key, Verdict: granted.Verdict, State: ledger.StateUncertain,
-			RetryAfter: granted.RetryAfter, Path: append(granted.Path, res.Reason)}
+			RetryAfter: granted.RetryAfter, Path: append(slices.Clip(granted.Path), res.Reason)}
 		return reservation{stop: ErrPending, cause: cause, retryAt: now.Add(max(granted.RetryAfter, time.Millisecond))}
 	}
 	return reservation{stop: ErrUncertain, cause: errors.Join(err, ledger.ErrUncertain), maybeApplied: true}

@@ -199,8 +199,9 @@ type LedgerConfig struct {
 	// Owner take each other's actions over: fencing still keeps every
 	// action to one sender, since every send, a retry included, is fenced
 	// by a sending mark with the call's token, and the one that loses
-	// reports ledger.ErrOwnerShared to Observer.Ledger. Empty means "hostname:pid", which changes on
-	// restart, so a restarted worker waits out its old leases.
+	// reports ledger.ErrOwnerShared to Observer.Ledger. Empty means
+	// "hostname:pid", which changes on restart, so a restarted worker
+	// waits out its old leases.
 	Owner string
 	// instance is this process's run (ledger.ReserveRequest.Instance),
 	// set by withDefaults when Owner was given; empty with the default
