@@ -45,12 +45,12 @@ func Settle(ctx context.Context, s Store, k Key, token int64, res Resolution) er
 	return fmt.Errorf("%w: a reconciler cannot settle an action as %s", ErrInvalid, res.State)
 }
 
-// Trust returns what a reconciler's finding res on the action r.Decision
-// took over may be acted on: res itself, except that a "never performed"
-// (StateFailed) inside the settle time (Decision.Settling) becomes
-// StateUncertain, since the destination may still apply the request it
-// has not reported yet. The record then stays for the next request after
-// r.RetryAfter, which asks again.
+// Trust returns what may be acted on of res, a reconciler's finding on
+// the action r granted to reconcile: res itself, except that "never
+// performed" (StateFailed) inside the settle time (Decision.Settling)
+// becomes StateUncertain, since the destination may still apply a request
+// it has not reported yet. The record then stays for the next request
+// after r.RetryAfter, which asks again.
 func (r Reservation) Trust(res Resolution) Resolution {
 	if r.Settling && res.State == StateFailed {
 		return Resolution{State: StateUncertain, Reason: "not found inside the settle time of its last send: the destination may still apply it"}

@@ -106,9 +106,9 @@ type ReserveRequest struct {
 	// client makes within the call.
 	Nonce string
 	// MarksSending promises that the caller, if granted the action, calls
-	// MarkSending before every send, the first included. A grant made with the promise
-	// whose lease ran out while no owner had marked the action is provably
-	// unsent, and the next Reserve takes it over to send (VerdictRetry)
+	// MarkSending before every send, the first included. A grant made
+	// with the promise whose lease ran out while no owner had marked the
+	// action is provably unsent, and the next Reserve takes it over to send (VerdictRetry)
 	// instead of treating it as possibly applied.
 	MarksSending bool
 }
