@@ -54,8 +54,11 @@ var (
 	// store is down and it fails closed); the Cause says why.
 	ErrLimiter = errors.New("retrybudget: rate limiter unavailable")
 	// ErrPending means the action is in progress in another call (its
-	// ledger lease is alive); nothing was sent. RetryAt is when the lease
-	// ends. The Cause is a *ledger.Error.
+	// ledger lease is alive), or may still be applied by the provider
+	// (inside the settle time of its last send, Config.SettleTime);
+	// nothing was sent. RetryAt is when the other call can have finished
+	// (its usual run time), at the latest when its lease ends, or when the
+	// settle time ends. The Cause is a *ledger.Error.
 	ErrPending = errors.New("retrybudget: action in progress elsewhere")
 	// ErrConflict means the action's key was used before for a different
 	// request (another fingerprint); nothing was sent.
