@@ -15,9 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
-	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
 // fleetProvider is a provider fake that applies one charge per request it
