@@ -30,6 +30,8 @@ type captureCtxKey struct{}
 //	if o, ok := out.Last(); ok && errors.Is(o.Reason, retrybudget.ErrWaitTooLong) {
 //		requeueAt(o.RetryAt)
 //	}
+//
+//snippet:needs app, stripe, sdk
 func CaptureOutcome(ctx context.Context) (context.Context, *Captured) {
 	c := &Captured{}
 	return context.WithValue(ctx, captureCtxKey{}, c), c
