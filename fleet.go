@@ -73,9 +73,8 @@ type FleetConfig struct {
 
 	// Preset is the provider's route, such as presets.Stripe(): its
 	// Config.Boundary (the provider's metering unit) is where the limiter
-	// counts. The zero Route means no route: calls use the Transport's
-	// own Config, with limiter.ByCredential() as the Boundary when
-	// Transport.Boundary is nil.
+	// counts its calls. The zero Route means no route: every call uses the
+	// Transport's own Config.
 	Preset Route
 
 	// Limits are the provider's limits for one boundary, such as
@@ -87,9 +86,14 @@ type FleetConfig struct {
 	// Ledger configures the Redis ledger. FingerprintKeys nil means the
 	// keys derived from Secrets.
 	Ledger ledger.RedisConfig
+	// FirstCome serves a saturated limit first come, first served: the
+	// limiter gets no FairQueue (for comparison, or with Prefetch).
+	FirstCome bool
+
 	// Limiter configures the Redis limiter. BoundaryKey nil means the key
-	// derived from Secrets; Queue nil means a FairQueue, unless Prefetch
-	// is above 1 (which cannot be combined with a queue).
+	// derived from Secrets; Queue nil means a FairQueue, unless FirstCome
+	// is set or Prefetch is above 1 (which cannot be combined with a
+	// queue).
 	Limiter limiter.RedisConfig
 	// Budget configures the Redis retry budget. DestinationKey nil means
 	// the key derived from Secrets.
@@ -97,7 +101,9 @@ type FleetConfig struct {
 
 	// Transport configures the Transport. NewFleet sets Ledger.Store,
 	// Limiter and Budget when they are nil, Ledger.Owner from Owner when
-	// it is empty, and Routes to the Preset when Routes is nil.
+	// it is empty, Boundary to limiter.ByCredential() (the limit is per
+	// API key, whatever the host) when it is nil, and Routes to the Preset
+	// when Routes is nil.
 	Transport Config
 }
 
@@ -156,7 +162,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 		if len(cfg.Limits) > 0 {
 			lc.Limits = cfg.Limits
 		}
-		if lc.Queue == nil && lc.Prefetch <= 1 {
+		if lc.Queue == nil && !cfg.FirstCome && lc.Prefetch <= 1 {
 			lc.Queue = &limiter.FairQueue{}
 		}
 		if f.Limiter, err = limiter.NewRedis(cfg.Redis, lc); err != nil {
@@ -177,7 +183,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	if tc.Routes == nil && cfg.Preset.Name != "" {
 		tc.Routes = []Route{cfg.Preset}
 	}
-	if tc.Routes == nil && tc.Boundary == nil {
+	if tc.Boundary == nil {
 		tc.Boundary = limiter.ByCredential()
 	}
 	f.Transport = New(tc)
