@@ -54,6 +54,8 @@ type captureCtxKey struct{}
 //		requeueAt(o.RetryAt)
 //	// StepDone, StepStop, StepHold as with Next
 //	}
+//
+//snippet:needs app, stripe, sdk
 func CaptureOutcome(ctx context.Context) (context.Context, *Captured) {
 	c := &Captured{}
 	return context.WithValue(ctx, captureCtxKey{}, c), c

@@ -160,4 +160,6 @@
 // §3.3.3), 400 for a missing or malformed key, 409 for a concurrent
 // request and 422 for a reused key. Problems are RFC 9457; Retry-After is
 // RFC 9110 §10.2.3; Repr-Digest is RFC 9530 §3.
+//
+//snippet:needs app, sdk
 package idempotency

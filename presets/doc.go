@@ -34,4 +34,6 @@
 // figure; everything else cites the provider's page. ByName and Names give
 // the presets to tools such as a planner CLI (--preset stripe). The
 // package README (presets/README.md) tabulates them.
+//
+//snippet:needs app
 package presets
