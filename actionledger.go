@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/retrybudget/retrybudget/internal/readahead"
@@ -43,6 +44,9 @@ type ledgerGate struct {
 	// lost reports that a fenced store call found the token no longer
 	// current: another worker owns the action now.
 	lost bool
+	// unsaved reports that the last answer is one the provider saved
+	// nothing for (Classification.Unsaved): it is not the action's.
+	unsaved bool
 }
 
 // reservation is the ledger's answer before the call sends anything: send
@@ -85,6 +89,11 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		// beforeSend marks the action before the first send, so a lease
 		// that runs out before it is provably unsent.
 		MarksSending: true,
+		// A request changed after an answer that left nothing behind (a
+		// validation failure the provider saved nothing for) is the
+		// action's corrected form: the failed record has no effect to
+		// guard against it.
+		ReplacesFailed: true,
 	}
 	res, err := g.reserveOnce(ctx, rr)
 	if err != nil && ctx.Err() == nil && (g.deadline.IsZero() || g.clock.Now().Before(g.deadline)) {
@@ -350,10 +359,15 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	answered := out.Reason == nil || out.Reason == ErrRejected
 	// A keyed 409 is not the action's answer, and the request in
 	// progress may apply it.
-	inFlight := inProgress(resp, g.keyed)
-	if resp == nil || !answered || inFlight || (out.Class != ClassSuccess && out.Class != ClassBusiness) {
+	// An answer the provider saved nothing for leaves nothing in
+	// progress there either: only an earlier attempt may have acted.
+	inFlight := inProgress(resp, g.keyed) && !g.unsaved
+	if resp == nil || !answered || inFlight || g.unsaved || (out.Class != ClassSuccess && out.Class != ClassBusiness) {
 		reason := "gave up"
-		if out.Reason != nil {
+		switch {
+		case g.unsaved && resp != nil:
+			reason = "the provider saved nothing for its answer, status " + strconv.Itoa(resp.StatusCode)
+		case out.Reason != nil:
 			reason = out.Reason.Error()
 		}
 		f := ledger.Failure{EffectPossible: out.MaybeApplied || inFlight, Reason: reason}

@@ -42,6 +42,10 @@ type Input struct {
 	// lease counts as expired and the action is decided as for a dead
 	// owner. Only StateInProgress looks at it, and a Regrant comes first.
 	Reclaim bool
+	// ReplacesFailed lets a request with another fingerprint retry a
+	// failed action (ReserveRequest.ReplacesFailed). Only StateFailed
+	// looks at it.
+	ReplacesFailed bool
 }
 
 // Decision is Resolve's answer.
@@ -65,12 +69,18 @@ type Decision struct {
 //	in progress, lease alive  pending (hold, retry after lease)    conflict
 //	in progress, own grant    the grant again (its reply was lost) -
 //	completed                 replayed (stored response)           conflict
-//	failed, no effect         retry (take over, send again)        conflict
+//	failed, no effect         retry (take over, send again)        conflict; with ReplacesFailed,
+//	                                                               retry, storing the new fingerprint
 //	in progress, lease gone,  retry (take over, send again)        conflict
 //	never marked as sending
 //	in progress, lease gone,  reconcile if a reconciler is set,    conflict
 //	or uncertain              else resend if keys are honoured,
 //	                          else uncertain (operator)
+//
+// With ReplacesFailed, a record failed with no effect guards no effect: a
+// different request for it (a corrected one, after a validation failure
+// the provider saved nothing for) takes it over, and its fingerprint
+// becomes the stored one.
 //
 // A lease alive but granted to an earlier instance of the requesting
 // owner (Reclaim: the owner restarted) counts as gone.
@@ -109,6 +119,14 @@ func Resolve(in Input) Decision {
 	}
 
 	step("stored state is " + in.State.String())
+	if in.State == StateFailed && in.ReplacesFailed {
+		// Nothing of the earlier request took effect, and a provider that
+		// keeps results by key saved none for it: a different request is
+		// the action's corrected form, not a reuse of its key. (The path
+		// does not say whether the fingerprints differed: a store that
+		// re-checks its grant sees the fingerprint the grant stored.)
+		return send(VerdictRetry, "the last attempt failed before any effect: take over and send again under the same key")
+	}
 	if in.Fingerprint != in.StoredFingerprint {
 		step("request fingerprint differs from the stored one: the key was reused for a different request")
 		step("reject without sending")

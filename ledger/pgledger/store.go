@@ -125,7 +125,7 @@ func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.
 		rec, m, err := scanRecord(s.cfg.EncryptionKeys, s.db.QueryRow(ctx, q, id, req.Key.Tenant, req.Key.Operation, req.Key.Key,
 			s.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 			req.Limited, req.Reconciler, req.KeysHonoured, ledger.NewToken(), s.cfg.HistoryCap(),
-			s.cfg.FingerprintKeys.Candidates(req.Fingerprint), req.Nonce, req.MarksSending, req.Instance))
+			s.cfg.FingerprintKeys.Candidates(req.Fingerprint), req.Nonce, req.MarksSending, req.Instance, req.ReplacesFailed))
 		switch {
 		case err == nil:
 			return s.granted(req, rec, m)
@@ -221,10 +221,11 @@ func (s *Store) decide(ctx context.Context, req ledger.ReserveRequest) (ledger.R
 
 func input(req ledger.ReserveRequest) ledger.Input {
 	return ledger.Input{
-		Fingerprint:  req.Fingerprint,
-		Limited:      req.Limited,
-		Reconciler:   req.Reconciler,
-		KeysHonoured: req.KeysHonoured,
+		Fingerprint:    req.Fingerprint,
+		Limited:        req.Limited,
+		Reconciler:     req.Reconciler,
+		KeysHonoured:   req.KeysHonoured,
+		ReplacesFailed: req.ReplacesFailed,
 	}
 }
 
