@@ -358,9 +358,9 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	store := g.cfg.Ledger.Store
 	answered := out.Reason == nil || out.Reason == ErrRejected
 	// A keyed 409 is not the action's answer, and the request in
-	// progress may apply it.
-	// An answer the provider saved nothing for leaves nothing in
-	// progress there either: only an earlier attempt may have acted.
+	// progress may apply it, unless the provider said it saved nothing
+	// (Unsaved): then only an earlier attempt, counted in MaybeApplied,
+	// may have acted.
 	inFlight := inProgress(resp, g.keyed) && !g.unsaved
 	if resp == nil || !answered || inFlight || g.unsaved || (out.Class != ClassSuccess && out.Class != ClassBusiness) {
 		reason := "gave up"
