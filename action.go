@@ -3,6 +3,7 @@ package retrybudget
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	"github.com/retrybudget/retrybudget/ledger"
 )
@@ -38,11 +39,36 @@ func ActionFrom(ctx context.Context) (Action, bool) {
 	return a, ok
 }
 
+// ScopedAction returns the Action that a request for a under scope is
+// sent and recorded as (see Config.ActionScope): a itself when scope is
+// empty, else a with scope, length-prefixed after a unit separator (0x1F),
+// put before its Key, so that each scope has an idempotency key and a
+// ledger record of its own, and no two scopes share one. The Tenant and
+// Operation stay as they are, for the limiter, the ledger's tenant quotas
+// and the logs.
+func ScopedAction(a Action, scope string) Action {
+	if scope == "" {
+		return a
+	}
+	a.Key = "\x1f" + strconv.Itoa(len(scope)) + ":" + scope + a.Key
+	return a
+}
+
 // isIdempotent reports whether method is idempotent (RFC 9110 §9.2.2).
 func isIdempotent(method string) bool {
 	switch method {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions,
 		http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// isSafe reports whether method is safe (RFC 9110 §9.2.1): read-only, so
+// a request with it has no effect for an Action to deduplicate.
+func isSafe(method string) bool {
+	switch method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return true
 	}
 	return false

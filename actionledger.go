@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/retrybudget/retrybudget/internal/readahead"
@@ -46,6 +47,9 @@ type ledgerGate struct {
 	// lost reports that a fenced store call found the token no longer
 	// current: another worker owns the action now.
 	lost bool
+	// unsaved reports that the last answer is one the provider saved
+	// nothing for (Classification.Unsaved): it is not the action's.
+	unsaved bool
 }
 
 // reservation is the ledger's answer before the call sends anything: send
@@ -90,6 +94,11 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		// that runs out before the first is provably unsent.
 		MarksSending: true,
 		Settle:       cfg.SettleTime,
+		// A request changed after an answer that left nothing behind (a
+		// validation failure the provider saved nothing for) is the
+		// action's corrected form: the failed record has no effect to
+		// guard against it.
+		ReplacesFailed: true,
 	}
 	res, err := g.reserveOnce(ctx, rr)
 	if err != nil && ctx.Err() == nil && (g.deadline.IsZero() || g.clock.Now().Before(g.deadline)) {
@@ -379,11 +388,16 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	store := g.cfg.Ledger.Store
 	answered := out.Reason == nil || out.Reason == ErrRejected
 	// A keyed 409 is not the action's answer, and the request in
-	// progress may apply it.
-	inFlight := inProgress(resp, g.keyed)
-	if resp == nil || !answered || inFlight || (out.Class != ClassSuccess && out.Class != ClassBusiness) {
+	// progress may apply it, unless the provider said it saved nothing
+	// (Unsaved): then only an earlier attempt, counted in MaybeApplied,
+	// may have acted.
+	inFlight := inProgress(resp, g.keyed) && !g.unsaved
+	if resp == nil || !answered || inFlight || g.unsaved || (out.Class != ClassSuccess && out.Class != ClassBusiness) {
 		reason := "gave up"
-		if out.Reason != nil {
+		switch {
+		case g.unsaved && resp != nil:
+			reason = "the provider saved nothing for its answer, status " + strconv.Itoa(resp.StatusCode)
+		case out.Reason != nil:
 			reason = out.Reason.Error()
 		}
 		f := ledger.Failure{EffectPossible: out.MaybeApplied || inFlight, Reason: reason}

@@ -130,7 +130,10 @@ func (c *call) record(cls Classification, resp *http.Response, resent bool) {
 	if resp != nil {
 		c.out.StatusCode = resp.StatusCode
 	}
-	c.out.MaybeApplied = c.out.MaybeApplied || resent || cls.mayHaveApplied()
+	c.out.MaybeApplied = c.out.MaybeApplied || resent || (cls.mayHaveApplied() && !cls.Unsaved)
+	if c.led != nil {
+		c.led.unsaved = cls.Unsaved
+	}
 }
 
 // replay answers with the stored outcome o of a completed action. Nothing

@@ -74,6 +74,16 @@ type Classification struct {
 	// safe to repeat (an idempotent method or a key the provider honours),
 	// and it makes the Outcome MaybeApplied.
 	MaybeApplied bool
+	// Unsaved reports that the provider saved nothing for this answer: it
+	// refused the request before executing it (Stripe: a validation
+	// failure, its own concurrent-request 409, a 429), so the request had
+	// no effect and no result is kept under its idempotency key. The
+	// attempt adds nothing to Outcome.MaybeApplied, and when it is the
+	// call's last, the ledger records the action as failed without effect
+	// rather than storing the answer as the action's: a corrected request
+	// under the same Action is sent, as the provider would take it. A
+	// preset's classifier sets it for the answers its provider documents.
+	Unsaved bool
 }
 
 // retryable reports whether the attempt may be retried at all, given

@@ -124,7 +124,13 @@ func (t *Transport) check(req *http.Request) error {
 // newCall prepares the key, body and deadline of one call.
 func (p *policy) newCall(req *http.Request) (*call, error) {
 	action, hasAction := ActionFrom(req.Context())
-	hasAction = hasAction && !p.noAction
+	// A safe method has no effect to deduplicate (RFC 9110 §9.2.1): it
+	// goes to the provider each time, unkeyed and outside the ledger, so
+	// a list's next page is no conflict and a read is never stale.
+	hasAction = hasAction && !p.noAction && (p.safeActions || !isSafe(req.Method))
+	if hasAction && p.cfg.ActionScope != nil {
+		action = ScopedAction(action, p.cfg.ActionScope(req))
+	}
 	var origin Action // the action a redirect hop derives from
 	if hasAction && req.Response != nil {
 		// A hop of a redirect that http.Client follows is a request of

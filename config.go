@@ -164,6 +164,15 @@ type Config struct {
 	// replayed, held or rejected, never sent twice. The zero value means
 	// no ledger.
 	Ledger LedgerConfig
+	// ActionScope returns the part of a request that scopes its Action,
+	// as the Action's Tenant does: under a provider where one credential
+	// acts for several accounts (Stripe-Account under Stripe Connect), the
+	// same Action sent for two accounts is two actions, each with an
+	// idempotency key and ledger record of its own, instead of the second
+	// being answered with the first's answer. An empty scope leaves the
+	// Action as it is. Nil means no scope. A Route's is its own: a Route
+	// left nil does not take the Transport's. See ScopedAction.
+	ActionScope func(*http.Request) string
 
 	// Classifier decides each attempt's Class. Nil means
 	// DefaultClassifier.

@@ -280,7 +280,10 @@ func TestHedgeOnlyForIdempotentRequestsWithoutAKey(t *testing.T) {
 		{name: "keyed PUT", method: "PUT", cfg: Config{HedgeWrites: true},
 			prep: func(r *http.Request) *http.Request { r.Header.Set("Idempotency-Key", "k-1"); return r }, want: 1},
 		{name: "GET under an Action with a ledger", method: "GET",
-			cfg: Config{OmitKey: true, Ledger: LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})}}, prep: withAction, want: 1},
+			cfg: Config{Routes: []Route{{Host: "api.example", ActionOnSafeMethods: true, Config: Config{OmitKey: true, HedgeDelay: 50 * time.Millisecond,
+				Ledger: LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})}}}}}, prep: withAction, want: 1},
+		{name: "GET under an Action with a ledger, safe methods outside the Action", method: "GET",
+			cfg: Config{OmitKey: true, Ledger: LedgerConfig{Store: ledger.NewMemory(ledger.MemoryConfig{})}}, prep: withAction, want: 2},
 		{name: "GET under an Action without key or ledger", method: "GET", cfg: Config{OmitKey: true}, prep: withAction, want: 2},
 	}
 	for _, tc := range cases {

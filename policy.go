@@ -12,6 +12,9 @@ type policy struct {
 	routeName string
 	// noAction makes calls ignore the context's Action (Route.NoAction).
 	noAction bool
+	// safeActions makes safe methods carry the context's Action
+	// (Route.ActionOnSafeMethods).
+	safeActions bool
 	// gaveUp remembers recent give-ups, to answer an SDK's re-send of a
 	// call already given up on without sending it.
 	gaveUp giveUps

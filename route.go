@@ -28,6 +28,14 @@ type Route struct {
 	// calls, such as an SDK fetching an OAuth token with the caller's
 	// context.
 	NoAction bool
+	// ActionOnSafeMethods makes the Route's GET, HEAD, OPTIONS and TRACE
+	// requests carry the context's Action like any other method: keyed,
+	// ledgered, held, refused and replayed, for a provider whose safe
+	// method has an effect. False, the default, sends a safe method to the
+	// provider each time, unkeyed and outside the ledger, under an Action
+	// or not (RFC 9110 §9.2.1: a safe method is read-only, so there is no
+	// effect to deduplicate, and a stored answer would be stale).
+	ActionOnSafeMethods bool
 	// Auxiliary lists path prefixes of the provider's auxiliary calls
 	// (auth and token endpoints, such as PayPal's /v1/oauth2/token) under
 	// Host: they follow the Route's policy but carry no Action, as with

@@ -31,7 +31,8 @@ func newRoutes(parent Config, clk clock) []route {
 		// its Config.
 		hedge := newHedging(cfg.HedgeDelay, cfg.HedgePercentile, cfg.HedgeWrites)
 		rs = append(rs, route{host: host, suffix: suffix, prefix: r.PathPrefix,
-			p: &policy{cfg: cfg, clock: clk, routeName: name, noAction: r.NoAction, hedge: hedge}})
+			p: &policy{cfg: cfg, clock: clk, routeName: name, noAction: r.NoAction,
+				safeActions: r.ActionOnSafeMethods, hedge: hedge}})
 		for _, p := range r.Auxiliary {
 			rs = append(rs, route{host: host, suffix: suffix, prefix: p,
 				p: &policy{cfg: cfg, clock: clk, routeName: name, noAction: true, hedge: hedge}})

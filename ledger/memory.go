@@ -115,10 +115,11 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 	e := m.live(req.Key, now)
 
 	in := Input{
-		Fingerprint:  sealed,
-		Limited:      req.Limited,
-		Reconciler:   req.Reconciler,
-		KeysHonoured: req.KeysHonoured,
+		Fingerprint:    sealed,
+		Limited:        req.Limited,
+		Reconciler:     req.Reconciler,
+		KeysHonoured:   req.KeysHonoured,
+		ReplacesFailed: req.ReplacesFailed,
 	}
 	if e != nil {
 		in.State = e.rec.State
@@ -161,6 +162,11 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		m.quota.add(req.Key.Tenant, 1, 0)
 	}
 	if res.Verdict.Owns() {
+		if e.rec.State == StateFailed && req.ReplacesFailed {
+			// A failed record takes the fingerprint of the request that
+			// takes it over (see Resolve).
+			e.rec.Fingerprint = sealed
+		}
 		e.nonce, e.granted, e.promised, e.settle = req.Nonce, res.Verdict, req.MarksSending, settle
 		e.token++
 		e.rec.State = StateInProgress

@@ -204,7 +204,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		r.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 		flag(req.Limited), flag(req.Reconciler), flag(req.KeysHonoured),
 		req.Key.Tenant, req.Key.Operation, req.Key.Key, newToken(), r.cfg.HistoryCap(),
-		nonce, flag(req.MarksSending), req.Instance, settle.Milliseconds(),
+		nonce, flag(req.MarksSending), req.Instance, settle.Milliseconds(), flag(req.ReplacesFailed),
 	}
 	for _, c := range r.cfg.FingerprintKeys.Candidates(req.Fingerprint) {
 		args = append(args, c)
@@ -237,15 +237,16 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	fields := pairs(reply[head:])
 
 	in := Input{
-		Fingerprint:  r.cfg.FingerprintKeys.Seal(req.Fingerprint),
-		LeaseExpired: expired == "1",
-		Limited:      req.Limited,
-		Reconciler:   req.Reconciler,
-		KeysHonoured: req.KeysHonoured,
-		Regrant:      reply[5] == "1",
-		Unsent:       reply[6] == "1",
-		Reclaim:      reply[7] == "1",
-		Settling:     reply[8] == "1",
+		Fingerprint:    r.cfg.FingerprintKeys.Seal(req.Fingerprint),
+		LeaseExpired:   expired == "1",
+		Limited:        req.Limited,
+		Reconciler:     req.Reconciler,
+		KeysHonoured:   req.KeysHonoured,
+		Regrant:        reply[5] == "1",
+		Unsent:         reply[6] == "1",
+		Reclaim:        reply[7] == "1",
+		Settling:       reply[8] == "1",
+		ReplacesFailed: req.ReplacesFailed,
 	}
 	if in.Regrant {
 		in.Granted, _ = ParseVerdict(fields["gv"])
@@ -254,8 +255,8 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		if in.State, err = ParseState(stored); err != nil {
 			return Reservation{}, fmt.Errorf("%w: stored state %q", ErrCorrupt, stored)
 		}
-		// Only a new record changes the fingerprint, and then the stored
-		// one did not matter.
+		// Only a new record, or a takeover of a failed one, changes the
+		// fingerprint, and then the stored one did not matter.
 		in.StoredFingerprint = fields["fp"]
 		in.Fingerprint = r.cfg.FingerprintKeys.Match(fields["fp"], req.Fingerprint)
 	}

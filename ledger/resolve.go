@@ -49,6 +49,10 @@ type Input struct {
 	// may have been sent and keys are not honoured: a "never performed"
 	// answer then cannot be trusted yet (Decision.Settling).
 	Settling bool
+	// ReplacesFailed lets a request with another fingerprint retry a
+	// failed action (ReserveRequest.ReplacesFailed). Only StateFailed
+	// looks at it.
+	ReplacesFailed bool
 }
 
 // Decision is Resolve's answer.
@@ -85,7 +89,8 @@ const settlingStep = "the last send is within its settle time and keys are not h
 //	in progress, lease alive  pending (hold, retry after lease)    conflict
 //	in progress, own grant    the grant again (its reply was lost) -
 //	completed                 replayed (stored response)           conflict
-//	failed, no effect         retry (take over, send again)        conflict
+//	failed, no effect         retry (take over, send again)        conflict; with ReplacesFailed,
+//	                                                               retry, storing the new fingerprint
 //	in progress, lease gone,  retry (take over, send again)        conflict
 //	never marked as sending
 //	in progress, lease gone,  reconcile if a reconciler is set,    conflict
@@ -94,6 +99,11 @@ const settlingStep = "the last send is within its settle time and keys are not h
 //	the same, inside the      reconcile, but "not found" does not   conflict
 //	settle time, keys not     send: it stays uncertain until the
 //	honoured                  settle time has passed
+//
+// With ReplacesFailed, a record failed with no effect guards no effect: a
+// different request for it (a corrected one, after a validation failure
+// the provider saved nothing for) takes it over, and its fingerprint
+// becomes the stored one.
 //
 // A lease alive but granted to an earlier instance of the requesting
 // owner (Reclaim: the owner restarted) counts as gone.
@@ -132,6 +142,14 @@ func Resolve(in Input) Decision {
 	}
 
 	step("stored state is " + in.State.String())
+	if in.State == StateFailed && in.ReplacesFailed {
+		// Nothing of the earlier request took effect, and a provider that
+		// keeps results by key saved none for it: a different request is
+		// the action's corrected form, not a reuse of its key. (The path
+		// does not say whether the fingerprints differed: a store that
+		// re-checks its grant sees the fingerprint the grant stored.)
+		return send(VerdictRetry, "the last attempt failed before any effect: take over and send again under the same key")
+	}
 	if in.Fingerprint != in.StoredFingerprint {
 		step("request fingerprint differs from the stored one: the key was reused for a different request")
 		step("reject without sending")

@@ -111,6 +111,16 @@ type ReserveRequest struct {
 	// action is provably unsent, and the next Reserve takes it over to send (VerdictRetry)
 	// instead of treating it as possibly applied.
 	MarksSending bool
+	// ReplacesFailed lets a request whose fingerprint differs from the
+	// stored one take over an action that failed without effect (see
+	// Resolve), its fingerprint then stored in place of the old: nothing
+	// of the failed request took effect, so there is nothing for the
+	// fingerprint to guard. The outbound Transport sets it, so a request
+	// corrected after an answer the provider saved nothing for is sent;
+	// the inbound middleware does not, and answers a changed request
+	// under a failed key as a reuse (422), as the IETF Idempotency-Key
+	// draft asks.
+	ReplacesFailed bool
 }
 
 // Reservation is a Store's answer to Reserve.

@@ -58,6 +58,9 @@ import (
 //     OpenAIProjectBoundary(name) on the copy. The model is in the request
 //     body, out of a Boundary's reach, so a spent quota of one model
 //     pauses the endpoint for all models of the project.
+//   - ActionScope: the OpenAI-Organization and OpenAI-Project headers,
+//     which pick the organization and project one API key acts for: one
+//     Action sent for two projects is two actions.
 func OpenAI() retrybudget.Route {
 	return retrybudget.Route{
 		Name: "openai",
@@ -68,6 +71,7 @@ func OpenAI() retrybudget.Route {
 			BaseDelay:   500 * time.Millisecond,
 			MaxDelay:    8 * time.Second,
 			Boundary:    scoped(openAIProject, urlPath),
+			ActionScope: headerScope(false, "OpenAI-Organization", "OpenAI-Project"),
 			Classifier: rateheader.Classifier{Next: openAIClassifier{}, Families: []rateheader.XRateLimit{
 				{Suffix: "-Requests", Mode: rateheader.ResetDuration},
 				{Suffix: "-Tokens", Mode: rateheader.ResetDuration},

@@ -47,6 +47,9 @@ const (
 //     OAuth access token of the app). PayPal meters per app: when several
 //     workers fetch their own tokens for one app, set
 //     limiter.Fixed("paypal:" + clientID) on the copies.
+//   - ActionScope: a hash of PayPal-Auth-Assertion, with which a
+//     platform acts for a merchant under its own token: one Action sent
+//     for two merchants is two actions.
 //   - Auxiliary: /v1/oauth2/token, where SDKs such as plutov/paypal fetch
 //     the access token with the caller's context, carries no Action: it
 //     takes neither the action's key nor its ledger record.
@@ -63,6 +66,7 @@ func PayPal() retrybudget.Route {
 			BaseDelay:    time.Second,
 			MaxDelay:     10 * time.Second,
 			Boundary:     limiter.ByCredential(),
+			ActionScope:  headerScope(true, "PayPal-Auth-Assertion"),
 		},
 	}
 }

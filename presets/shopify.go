@@ -62,6 +62,9 @@ const maxCallLimit = 1_000_000
 //     Action.
 //   - Boundary: the store's host and a hash of X-Shopify-Access-Token,
 //     since the bucket is per app and store.
+//   - ActionScope: the store's host, which names the store: one Action
+//     sent to two stores is two actions (the ledger's fingerprint leaves
+//     the host out).
 func Shopify() retrybudget.Route {
 	return retrybudget.Route{
 		Name:       "shopify",
@@ -74,6 +77,7 @@ func Shopify() retrybudget.Route {
 			BaseDelay:   500 * time.Millisecond,
 			MaxDelay:    10 * time.Second,
 			Boundary:    limiter.ByHeader("X-Shopify-Access-Token"),
+			ActionScope: hostScope,
 			Classifier:  shopifyClassifier{},
 		},
 	}

@@ -204,7 +204,7 @@ func testDecisionsMatchResolve(t *testing.T, h Harness) {
 	}
 	var scenarios []scenario
 	for name, s := range setups {
-		for bits := range 1 << 4 {
+		for bits := range 1 << 5 {
 			k := ledger.Key{Tenant: "acme", Operation: "matrix", Key: fmt.Sprintf("%s-%d", name, bits)}
 			req := ledger.ReserveRequest{
 				Key: k, Fingerprint: fpA, Owner: "probe", Instance: "run-1", Lease: time.Hour,
@@ -213,6 +213,7 @@ func testDecisionsMatchResolve(t *testing.T, h Harness) {
 			if bits&8 != 0 {
 				req.Fingerprint = fpB
 			}
+			req.ReplacesFailed = bits&16 != 0
 			scenarios = append(scenarios, scenario{name: k.Key, setup: s, key: k, token: s.make(t, k), req: req,
 				reclaim: name == "restarted", settling: strings.HasPrefix(name, "sent-")})
 		}
@@ -230,7 +231,7 @@ func testDecisionsMatchResolve(t *testing.T, h Harness) {
 			State: sc.setup.state, Fingerprint: sc.req.Fingerprint, StoredFingerprint: stored,
 			LeaseExpired: sc.setup.expired, Limited: sc.req.Limited,
 			Reconciler: sc.req.Reconciler, KeysHonoured: sc.req.KeysHonoured, Reclaim: sc.reclaim,
-			Settling: sc.settling,
+			Settling: sc.settling, ReplacesFailed: sc.req.ReplacesFailed,
 		})
 		if !reflect.DeepEqual(res.Decision, want) {
 			t.Errorf("%s: store decided %s %q,\nResolve decides %s %q", sc.name, res.Verdict, res.Path, want.Verdict, want.Path)
@@ -255,8 +256,13 @@ func testDecisionsMatchResolve(t *testing.T, h Harness) {
 			t.Errorf("%s: last attempt %+v", sc.name, last)
 		}
 		if sc.setup.state != ledger.StateAbsent {
-			// A takeover keeps the action's identity and bumps the token.
-			if res.Token != sc.token+1 || !after.CreatedAt.Equal(before.CreatedAt) || after.Fingerprint != sealed(fpA) || len(after.Attempts) != len(before.Attempts)+1 {
+			// A takeover keeps the action's identity and bumps the token;
+			// a failed record replaced takes the request's fingerprint.
+			fp := sealed(fpA)
+			if sc.setup.state == ledger.StateFailed && sc.req.ReplacesFailed {
+				fp = sealed(sc.req.Fingerprint)
+			}
+			if res.Token != sc.token+1 || !after.CreatedAt.Equal(before.CreatedAt) || after.Fingerprint != fp || len(after.Attempts) != len(before.Attempts)+1 {
 				t.Errorf("%s: takeover token %d after %d, record %+v", sc.name, res.Token, sc.token, after)
 			}
 		}

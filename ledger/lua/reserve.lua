@@ -2,7 +2,8 @@
 -- step: read the record, decide with the server's clock, write the grant.
 --
 -- KEYS[1]  the record hash, named <prefix>{<Key.ID>}
--- ARGV[1]  request fingerprint, sealed (stored when creating)
+-- ARGV[1]  request fingerprint, sealed (stored when creating or taking a
+--          failed record over)
 -- ARGV[2]  owner
 -- ARGV[3]  lease, ms
 -- ARGV[4]  retention, ms (used only when creating)
@@ -16,7 +17,8 @@
 -- ARGV[14] marks sending  "1" or "0" (ReserveRequest.MarksSending)
 -- ARGV[15] instance: the owner's run (ReserveRequest.Instance), "" if unknown
 -- ARGV[16] settle time of this grant's sends, ms (ReserveRequest.Settle)
--- ARGV[17..] every stored fingerprint that matches the request (the
+-- ARGV[17] replaces failed "1" or "0" (ReserveRequest.ReplacesFailed)
+-- ARGV[18..] every stored fingerprint that matches the request (the
 --          request's fingerprint sealed under each key; see
 --          ledger.FingerprintKeys.Candidates)
 --
@@ -77,7 +79,7 @@ local function send(v)
 end
 
 local function matches(fp)
-  for i = 17, #ARGV do
+  for i = 18, #ARGV do
     if ARGV[i] == fp then return true end
   end
   return false
@@ -88,6 +90,9 @@ if st == 'absent' or st == 'expired' then
   verdict = send('created')
 elseif st ~= 'in-progress' and st ~= 'completed' and st ~= 'failed' and st ~= 'uncertain' then
   verdict = 'uncertain' -- never send what cannot be classified
+elseif st == 'failed' and ARGV[17] == '1' then
+  -- No effect to guard: a different request takes it over (Resolve).
+  verdict = send('retry')
 elseif not matches(f[2]) then
   verdict = 'conflict'
 elseif st == 'completed' then
@@ -137,6 +142,9 @@ if token ~= '0' then
     'lu', int(lu), 'ea', int(ea), 'na', int(n), 'a' .. int(n), a,
     'nc', ARGV[13], 'gv', verdict, 'mk', ARGV[14], 'sd', ARGV[16])
   redis.call('HDEL', KEYS[1], 'rs')
+  -- A failed record takes the fingerprint of the request that takes it
+  -- over, which may differ (Resolve).
+  if st == 'failed' and ARGV[17] == '1' then redis.call('HSET', KEYS[1], 'fp', ARGV[1]) end
   trim(n)
   -- The lease extends the retention: a record must outlive its owner.
   -- Dropped ledger.ExpiryGrace (3,600,000 ms) after it: see above.

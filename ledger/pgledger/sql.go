@@ -15,6 +15,7 @@ import "strings"
 //	$15 nonce  $16 marks sending (ReserveRequest.MarksSending)
 //	$17 instance: the owner's run (ReserveRequest.Instance), '' if unknown
 //	$18 settle time of this grant's sends, ms (ReserveRequest.Settle)
+//	$19 replaces failed (ReserveRequest.ReplacesFailed)
 //	$14 every stored fingerprint that matches the request
 //	    (ledger.FingerprintKeys.Candidates); $5 is the request's, sealed
 
@@ -43,6 +44,7 @@ const reclaim = `($6::text <> '' AND $17::text <> '' AND r.owner = $6::text
 var verdict = strings.NewReplacer("{{eff}}", effState, "{{reclaim}}", reclaim).Replace(`(CASE
   WHEN r.expires_at < now() THEN (CASE WHEN $9 THEN 'delayed' ELSE 'created' END)
   WHEN {{eff}} NOT IN ('in-progress', 'completed', 'failed', 'uncertain') THEN 'uncertain'
+  WHEN {{eff}} = 'failed' AND $19::boolean THEN (CASE WHEN $9 THEN 'delayed' ELSE 'retry' END)
   WHEN NOT (r.fingerprint = ANY($14::text[])) THEN 'conflict'
   WHEN {{eff}} = 'completed' THEN 'replayed'
   WHEN {{eff}} = 'failed' THEN (CASE WHEN $9 THEN 'delayed' ELSE 'retry' END)
@@ -66,14 +68,16 @@ const attemptJSON = `jsonb_build_object('n', %s, 'at', (extract(epoch FROM now()
 
 // takeover is the SET list of a grant over an existing row r: a fresh
 // record when r has expired, else the next token, a lease and one more
-// attempt, keeping the action's identity, creation time and history.
+// attempt, keeping the action's identity, creation time and history (and
+// its fingerprint, unless r failed and $19: then the request's, see
+// ledger.Resolve).
 // (In an UPDATE or ON CONFLICT's SET, r.col is the value before the
 // update.)
 var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_at < now()").Replace(`
   tenant        = CASE WHEN {{expired}} THEN $2 ELSE r.tenant END,
   operation     = CASE WHEN {{expired}} THEN $3 ELSE r.operation END,
   action_key    = CASE WHEN {{expired}} THEN $4 ELSE r.action_key END,
-  fingerprint   = CASE WHEN {{expired}} THEN $5 ELSE r.fingerprint END,
+  fingerprint   = CASE WHEN {{expired}} OR ({{eff}} = 'failed' AND $19::boolean) THEN $5 ELSE r.fingerprint END,
   state         = 'in-progress',
   owner         = $6,
   instance      = $17,

@@ -131,7 +131,7 @@ func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.
 			s.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 			req.Limited, req.Reconciler, req.KeysHonoured, ledger.NewToken(), s.cfg.HistoryCap(),
 			s.cfg.FingerprintKeys.Candidates(req.Fingerprint), req.Nonce, req.MarksSending, req.Instance,
-			settle.Milliseconds()))
+			settle.Milliseconds(), req.ReplacesFailed))
 		switch {
 		case err == nil:
 			return s.granted(req, rec, m)
@@ -239,10 +239,11 @@ func (s *Store) decide(ctx context.Context, req ledger.ReserveRequest) (ledger.R
 
 func input(req ledger.ReserveRequest) ledger.Input {
 	return ledger.Input{
-		Fingerprint:  req.Fingerprint,
-		Limited:      req.Limited,
-		Reconciler:   req.Reconciler,
-		KeysHonoured: req.KeysHonoured,
+		Fingerprint:    req.Fingerprint,
+		Limited:        req.Limited,
+		Reconciler:     req.Reconciler,
+		KeysHonoured:   req.KeysHonoured,
+		ReplacesFailed: req.ReplacesFailed,
 	}
 }
 
