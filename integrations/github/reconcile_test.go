@@ -1,0 +1,194 @@
+package github_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v84/github"
+
+	"github.com/retrybudget/retrybudget"
+	rbgithub "github.com/retrybudget/retrybudget/integrations/github"
+	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/presets"
+)
+
+// tracker is a fake of GitHub's issues API as GitHub documents it: POST
+// /repos/{owner}/{repo}/issues creates an issue and answers 201; GET lists
+// the repository's issues updated since `since`, sorted by creation,
+// newest first. lose makes it create the next issue and cut the
+// connection instead of answering; drop cuts it before creating anything.
+type tracker struct {
+	// mu guards everything below.
+	mu         sync.Mutex
+	issues     []*github.Issue
+	lose, drop bool
+}
+
+func (tk *tracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/repos/o/r/issues" {
+		http.NotFound(w, r)
+		return
+	}
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	if r.Method == http.MethodGet {
+		since, _ := time.Parse(time.RFC3339, r.URL.Query().Get("since"))
+		var page []*github.Issue
+		for i := len(tk.issues) - 1; i >= 0; i-- {
+			if is := tk.issues[i]; !is.GetUpdatedAt().Before(since) {
+				page = append(page, is)
+			}
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		json.NewEncoder(w).Encode(page)
+		return
+	}
+	if tk.drop {
+		tk.drop = false
+		cut(w)
+		return
+	}
+	var req github.IssueRequest
+	json.NewDecoder(r.Body).Decode(&req)
+	n := len(tk.issues) + 1
+	now := github.Timestamp{Time: time.Now().UTC().Truncate(time.Second)}
+	is := &github.Issue{Number: github.Ptr(n), Title: req.Title, Body: req.Body, State: github.Ptr("open"), CreatedAt: &now, UpdatedAt: &now}
+	tk.issues = append(tk.issues, is)
+	if tk.lose {
+		tk.lose = false
+		cut(w)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusCreated)
+	json.NewEncoder(w).Encode(is)
+}
+
+func (tk *tracker) count() int {
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	return len(tk.issues)
+}
+
+// cut closes the connection without an answer.
+func cut(w http.ResponseWriter) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err == nil {
+		conn.Close()
+	}
+}
+
+var markerKey = []byte("reconcile-test-marker-key-32-bytes")
+
+// TestGitHubReconcilerFindsIssuesByMarker: an issue whose answer was lost
+// is held (StepHold); the reconciler finds it by the Marker in its body,
+// not by its title (another issue with the same title, and one with
+// another action's marker, do not match), and completes the action, so the
+// next run replays it. An issue cut before GitHub got it is left uncertain
+// inside the settle time and failed after, so the next run creates it,
+// once.
+func TestGitHubReconcilerFindsIssuesByMarker(t *testing.T) {
+	tk := &tracker{}
+	srv := httptest.NewServer(tk)
+	defer srv.Close()
+	var mu sync.Mutex
+	clock := time.Now()
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	store := ledger.NewMemory(ledger.MemoryConfig{Now: now})
+	tr := retrybudget.New(retrybudget.Config{Routes: []retrybudget.Route{presets.GitHub().At(srv.URL)},
+		Ledger: retrybudget.LedgerConfig{Store: store}})
+	client, err := rbgithub.NewClient("ghp_test", srv.URL, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const settle = 20 * time.Second
+	rc, err := rbgithub.NewReconcilerAt(rbgithub.ReconcilerConfig{
+		Client: client, MarkerKey: markerKey, Settle: settle,
+		Repo: func(context.Context, ledger.Key) (string, string, error) { return "o", "r", nil },
+	}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(order string) retrybudget.Step {
+		t.Helper()
+		a := retrybudget.Action{Tenant: "acme", Operation: "issue", Key: order}
+		ctx, cancel := context.WithTimeout(retrybudget.WithAction(context.Background(), a), 5*time.Second)
+		defer cancel()
+		_, _, err := client.Issues.Create(ctx, "o", "r", &github.IssueRequest{
+			Title: github.Ptr("Refund failed"), Body: github.Ptr("Order " + order + " needs a look.\n\n" + rbgithub.Marker(markerKey, a)),
+		})
+		if err == nil {
+			return retrybudget.StepDone
+		}
+		step, _ := retrybudget.Next(nil, err)
+		return step
+	}
+	reconcile := func(order string) string {
+		t.Helper()
+		rec, err := store.Get(context.Background(), ledger.Key{Tenant: "acme", Operation: "issue", Key: order})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := ledger.Reconcile(context.Background(), store, rc, []ledger.Record{rec}, "operator")
+		if len(done) != 1 || done[0].Err != nil {
+			t.Fatalf("Reconcile = %+v", done)
+		}
+		return done[0].Result()
+	}
+
+	// Decoys: the same title without a marker, and another order's issue.
+	if step := create("decoy"); step != retrybudget.StepDone {
+		t.Fatalf("decoy: step %v", step)
+	}
+	tk.lose = true
+	if step := create("1001"); step != retrybudget.StepHold {
+		t.Fatalf("lost answer: step %v, want hold", step)
+	}
+	if got := reconcile("1001"); got != "completed" {
+		t.Fatalf("lost answer: reconciled %s, want completed (the issue exists)", got)
+	}
+	if step := create("1001"); step != retrybudget.StepDone {
+		t.Fatalf("rerun after completion: step %v, want done (replayed)", step)
+	}
+	if got := tk.count(); got != 2 {
+		t.Fatalf("issues = %d, want 2 (the decoy and 1001)", got)
+	}
+
+	tk.drop = true
+	if step := create("1002"); step != retrybudget.StepHold {
+		t.Fatalf("cut send: step %v, want hold", step)
+	}
+	if got := reconcile("1002"); got == "failed" || got == "completed" {
+		t.Fatalf("cut send inside the settle time: reconciled %s, want it left uncertain", got)
+	}
+	advance(settle + time.Second)
+	if got := reconcile("1002"); got != "failed" {
+		t.Fatalf("cut send after the settle time: reconciled %s, want failed", got)
+	}
+	if step := create("1002"); step != retrybudget.StepDone {
+		t.Fatalf("rerun after failed: step %v, want done", step)
+	}
+	if got := tk.count(); got != 3 {
+		t.Fatalf("issues = %d, want 3: one per order", got)
+	}
+}
+
+func TestMarkerIsKeyedAndOpaque(t *testing.T) {
+	k := ledger.Key{Tenant: "acme", Operation: "issue", Key: "order-1"}
+	m := rbgithub.Marker(markerKey, k)
+	if m == rbgithub.Marker([]byte("another-deployment-secret-key"), k) {
+		t.Fatal("Marker does not depend on its key")
+	}
+	for _, s := range []string{k.Tenant, k.Key, k.ID()[:12], k.IdempotencyKey()} {
+		if strings.Contains(m, s) {
+			t.Fatalf("Marker %q shows %q", m, s)
+		}
+	}
+}
