@@ -25,7 +25,9 @@ type actionCtxKey struct{}
 // makes it the action's Key. The Transport treats the request as safe to
 // retry even when its method is not idempotent: attaching an action asserts
 // that the provider honours the key (unless Config.OmitKey says the provider
-// documents none).
+// documents none). Each redirect hop that http.Client follows runs under an
+// action derived from a, with a record and a key of its own (see
+// docs/ledger.md, "Redirects").
 func WithAction(ctx context.Context, a Action) context.Context {
 	return context.WithValue(ctx, actionCtxKey{}, a)
 }

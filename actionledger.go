@@ -20,7 +20,10 @@ import (
 // record when the call ends. It reports what it decided; the call loop
 // writes the Outcome.
 type ledgerGate struct {
-	key       ledger.Key
+	key ledger.Key
+	// origin, for a redirect hop, is the action key derives from (see
+	// redirect.go); zero otherwise.
+	origin    ledger.Key
 	cfg       *Config
 	caller    *http.Request // for the fingerprint and the Observer
 	routeName string        // for the Observer
@@ -196,6 +199,12 @@ func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record) reservati
 	// call's deadline and storeTimeout, so a hung one holds neither the
 	// call nor, through the lease kept meanwhile, the action.
 	rctx, cancel := g.storeContext(ctx, false)
+	if g.origin.Key != "" {
+		// A redirect hop carries its action's request: the destination
+		// knows the effect as the action's (a Marker of it in the body,
+		// say), so the Reconciler is asked about that one.
+		rec.Key = g.origin
+	}
 	res, err := g.cfg.Ledger.Reconciler(rctx, rec)
 	cancel()
 	if err != nil {

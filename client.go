@@ -125,6 +125,12 @@ func (t *Transport) check(req *http.Request) error {
 func (p *policy) newCall(req *http.Request) (*call, error) {
 	action, hasAction := ActionFrom(req.Context())
 	hasAction = hasAction && !p.noAction
+	var origin Action // the action a redirect hop derives from
+	if hasAction && req.Response != nil {
+		// A hop of a redirect that http.Client follows is a request of
+		// its own, under an action derived from the first (redirect.go).
+		origin, action = action, redirectAction(action, redirectHop(req))
+	}
 	callerKey := headerValue(req.Header, p.cfg.KeyHeader)
 	key, src, replaced, err := resolveKey(&p.keys, req.Method, callerKey, action, hasAction)
 	if err != nil {
@@ -132,9 +138,7 @@ func (p *policy) newCall(req *http.Request) (*call, error) {
 	}
 	sendsKey := keySent(p.cfg.OmitKey, src, replaced)
 	keyed := callerKey != "" || sendsKey
-	// A hop of a redirect that http.Client follows (req.Response is set)
-	// is not a new action: the first hop holds the ledger record.
-	ledgered := hasAction && p.cfg.Ledger.Store != nil && req.Response == nil
+	ledgered := hasAction && p.cfg.Ledger.Store != nil
 	idempotent := isIdempotent(req.Method)
 	// net/http re-sends by itself a keyed request with GetBody, or any
 	// idempotent one, after a kept-alive connection broke, even once it
@@ -182,7 +186,7 @@ func (p *policy) newCall(req *http.Request) (*call, error) {
 		c.header, c.headerCopied = http.Header{}, true
 	}
 	if ledgered {
-		c.led = &ledgerGate{key: action, cfg: &p.cfg, caller: req, routeName: p.routeName, keyed: keyed,
+		c.led = &ledgerGate{key: action, origin: origin, cfg: &p.cfg, caller: req, routeName: p.routeName, keyed: keyed,
 			deadline: deadline, clock: p.clock}
 	}
 	if p.cfg.Limiter != nil {

@@ -201,7 +201,9 @@ type LedgerConfig struct {
 	// otherwise reported as ErrUncertain for an operator. Its context ends
 	// at the call's deadline, and after 5s at most, as a store call's does;
 	// a Reconciler that fails or runs out of time leaves the action
-	// uncertain.
+	// uncertain. For the record of a redirect hop, the Record's Key is the
+	// action the hop derives from, whose request the hop carries (see
+	// docs/ledger.md, "Redirects").
 	Reconciler ledger.Reconciler
 }
 

@@ -1,6 +1,7 @@
 package presets
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -21,10 +22,16 @@ func FuzzClassifiers(f *testing.F) {
 	f.Add(503, "retry-after-ms", "1500", "x-should-retry", "false", "not json")
 	f.Add(200, "X-Request-Id", "1", "", "", `{"errors":[{"extensions":{"code":"THROTTLED"}}],"extensions":{"cost":{"requestedQueryCost":1e300,"throttleStatus":{"currentlyAvailable":-5,"restoreRate":1e-300}}}}`)
 	f.Add(429, "", "", "", "", `{"code":60203,"status":429}`)
+	f.Add(200, "x-ratelimit-remaining", "0", "x-ratelimit-reset", "1893456000", `{"data":null,"errors":[{"type":"RATE_LIMITED","message":"API rate limit exceeded"}]}`)
+	f.Add(200, "x-ratelimit-remaining", "0", "", "", `{"data":{"createIssue":null},"errors":[{"type":"RATE_LIMIT"}]}`)
 	var classifiers []retrybudget.Classifier
-	for _, name := range Names() {
+	github := -1
+	for i, name := range Names() {
 		r, _ := ByName(name)
 		classifiers = append(classifiers, r.Config.Classifier)
+		if name == "github" {
+			github = i
+		}
 	}
 	classifiers = append(classifiers, rateheader.Classifier{})
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
@@ -34,9 +41,9 @@ func FuzzClassifiers(f *testing.F) {
 			if c == nil {
 				continue
 			}
-			// The path decides which rules apply: Shopify's GraphQL answers,
-			// Slack's read methods.
-			path := [...]string{"/v1/x", "/admin/api/2024-10/graphql.json", "/api/users.list"}[(i+code)%3]
+			// The path decides which rules apply: Shopify's and GitHub's
+			// GraphQL answers, Slack's read methods.
+			path := [...]string{"/v1/x", "/admin/api/2024-10/graphql.json", "/api/users.list", "/graphql"}[(i+code)%4]
 			h := http.Header{}
 			h.Add(k1, v1)
 			h.Add(k2, v2)
@@ -50,12 +57,26 @@ func FuzzClassifiers(f *testing.F) {
 			if wait := cls.PauseUntil.Sub(now); wait > 24*time.Hour {
 				t.Fatalf("%T: status %d paused for %v", c, code, wait)
 			}
+			if i == github && code == http.StatusOK && cls.Class == retrybudget.ClassCapacity && hasData(body) {
+				// A GraphQL answer with data may have run: never a
+				// rate limit to retry.
+				t.Fatalf("GitHub: a 200 with data %q is capacity", body)
+			}
 			got, _ := io.ReadAll(resp.Body)
 			if string(got) != body {
 				t.Fatalf("%T consumed the body: %q of %q", c, got, body)
 			}
 		}
 	})
+}
+
+// hasData reports whether body is a JSON object whose data member is
+// present and not null: a GraphQL answer that may have run.
+func hasData(body string) bool {
+	var v struct {
+		Data json.RawMessage `json:"data"`
+	}
+	return json.Unmarshal([]byte(body), &v) == nil && len(v.Data) > 0 && string(v.Data) != "null"
 }
 
 // Regression: a preset read an error body with no time bound, so a body

@@ -1,6 +1,7 @@
 package presets
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -40,6 +41,21 @@ const githubMaxWait = 30 * time.Second
 //     as go-github checks; any other 403 is a permission error (business),
 //     never retried (our choice: retrying a refused permission every
 //     minute would hide the error).
+//   - GraphQL (/graphql): a query past the primary limit is answered 200
+//     with errors[].type RATE_LIMITED (RATE_LIMIT, the error's code, has
+//     been seen in its place) and x-ratelimit-remaining: 0; with data
+//     absent or null the query did not run, so it is a capacity answer:
+//     RetryAt and PauseUntil are x-ratelimit-reset (GitHub: do not retry
+//     before it), one minute on without one, pausing the graphql resource.
+//     A ledger then fails the action as not applied rather than storing
+//     the refusal as its answer. A 200 with data beside such an error may
+//     have run, in part: it is the answer. The body is read for this only
+//     on 200s to /graphql, at most 16 KiB and 100ms of it, and left in
+//     place for the caller. Sources: GitHub's "Rate limits and query
+//     limits for the GraphQL API" (the 200, the error and the reset, as
+//     GitHub staff describe it in github/docs#22607); remaining above 0
+//     on such an answer: octokit/plugin-throttling.js#632; the type
+//     RATE_LIMIT: yanyongyu/githubkit#271.
 //   - Any response, a success included, with x-ratelimit-remaining: 0 and
 //     a reset ahead pauses the boundary until the reset: the next request
 //     would be refused, and GitHub warns that continuing to send requests
@@ -123,10 +139,21 @@ type githubClassifier struct{}
 func (githubClassifier) Classify(a *retrybudget.AttemptResult) retrybudget.Classification {
 	cls := retrybudget.DefaultClassifier{}.Classify(a)
 	resp := a.Response
+	now := a.Now
+	if resp != nil && resp.StatusCode == http.StatusOK && githubGraphQLLimited(a.Request, resp) {
+		// The query did not run: GitHub asks not to retry it before the
+		// reset; without one, as for a spent quota without a time, a
+		// minute. The limit is the graphql resource's (PauseUntil).
+		at := now.Add(githubSecondaryWait)
+		if q, ok := (rateheader.XRateLimit{Mode: rateheader.ResetEpoch}).Parse(resp.Header, now); ok && q.Reset.After(now) {
+			at = q.Reset
+		}
+		cls.Class, cls.RetryAt, cls.PauseUntil = retrybudget.ClassCapacity, at, at
+		return cls
+	}
 	if resp == nil || (resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests) {
 		return cls
 	}
-	now := a.Now
 	if at, ok := retryafter.Parse(resp.Header.Get("Retry-After"), now); ok {
 		cls.Class, cls.RetryAt, cls.PauseScopeUntil = retrybudget.ClassCapacity, at, at
 		return cls
@@ -163,6 +190,34 @@ func githubSecondaryBody(resp *http.Response) bool {
 	}
 	u := body.DocumentationURL
 	return strings.Contains(u, "secondary-rate-limit") || strings.HasSuffix(u, "#abuse-rate-limits")
+}
+
+// githubGraphQLLimited reports whether resp, a 200 to req, is GitHub's
+// answer to a GraphQL query past its primary rate limit: errors of type
+// RATE_LIMITED (GitHub's documented value; RATE_LIMIT, the error's code, has
+// been seen in its place) and no data. A query answered with data beside
+// such an error may have run, at least in part, so it is the answer. Only
+// requests to the graphql resource are read, through peekJSON's bounds.
+func githubGraphQLLimited(req *http.Request, resp *http.Response) bool {
+	if req == nil || req.URL == nil || githubResource(req) != "graphql" {
+		return false
+	}
+	var body struct {
+		// Data is the raw "data" member: absent or null when nothing ran.
+		Data   json.RawMessage `json:"data"`
+		Errors []struct {
+			Type string `json:"type"`
+		} `json:"errors"`
+	}
+	if !peekJSON(resp, &body) || (len(body.Data) > 0 && string(body.Data) != "null") {
+		return false
+	}
+	for _, e := range body.Errors {
+		if e.Type == "RATE_LIMITED" || e.Type == "RATE_LIMIT" {
+			return true
+		}
+	}
+	return false
 }
 
 // GitHubBoundary returns the GitHub preset's Boundary with unit, a name of
