@@ -40,9 +40,9 @@ type Store struct {
 	cfg     Config
 	table   string // quoted, possibly schema-qualified
 	queries map[string]string
-	// slots holds one token per open atomic transaction (Config.MaxAtomic);
-	// nil means no bound.
-	slots chan struct{}
+	// slots hands out the open atomic transactions (Config.MaxAtomic,
+	// Config.MaxAtomicPerTenant); nil means no bound.
+	slots *slots
 }
 
 // New returns a Store on db. It does not touch the database; call Migrate
@@ -73,12 +73,13 @@ func New(db DB, cfg Config) (*Store, error) {
 	}
 	s := &Store{db: db, cfg: cfg, table: id.Sanitize(), queries: map[string]string{}}
 	if n := cfg.maxAtomic(db); n > 0 {
-		s.slots = make(chan struct{}, n)
+		s.slots = newSlots(n, cfg.maxAtomicPerTenant(n))
 	}
 	for name, q := range map[string]string{
 		"reserve": reserveSQL, "reserveLimited": reserveLimitedSQL, "read": readSQL, "get": getSQL,
 		"renew": renewSQL, "attempt": attemptSQL, "complete": completeSQL, "fail": failSQL,
 		"sweep": sweepSQL, "purge": purgeSQL, "markAtomic": markAtomicSQL, "markSending": markSendingSQL,
+		"markEffect": markEffectSQL,
 	} {
 		s.queries[name] = strings.ReplaceAll(q, "{{table}}", s.table)
 	}
