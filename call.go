@@ -274,7 +274,7 @@ func (c *call) report(a *tried) {
 	if th := c.p.cfg.Throttle; th != nil {
 		th.Record(c.dest, a.end, a.cls.Class == ClassSuccess || a.cls.Class == ClassBusiness)
 	}
-	recordOverload(c.p.cfg.Overload, c.p.clock, c.dest, a.err, a.start, a.end)
+	recordOverload(c.p.cfg.Overload, c.p.clock, c.dest, c.tenant(), a.err, a.start, a.end)
 	if obs := c.p.cfg.Observer.Attempt; obs != nil {
 		ev := AttemptEvent{Request: c.req, Route: c.p.routeName, Attempt: cmp.Or(a.number, c.out.Attempts), Key: c.out.Key,
 			Class: a.cls.Class, Err: a.err, Start: a.start, Duration: a.end.Sub(a.start), Hedge: a.hedge}

@@ -244,7 +244,7 @@ func (c *call) run() (*http.Response, error) {
 		c.out.Class = ClassCapacity
 		return c.giveUp(nil, nil, ErrThrottled, noCancel)
 	}
-	if !overloadAllows(c.p.cfg.Overload, c.p.clock, c.p.cfg.AttemptTimeout, c.dest, c.deadline) {
+	if !overloadAllows(c.p.cfg.Overload, c.p.clock, c.p.cfg.AttemptTimeout, c.dest, c.tenant(), c.deadline) {
 		c.out.Class = ClassCapacity
 		return c.giveUp(nil, nil, ErrThrottled, noCancel)
 	}

@@ -89,7 +89,10 @@ type Error struct {
 	Cause error
 }
 
-// Error describes the give-up in one line.
+// Error describes the give-up in one line. It leaves out the idempotency
+// key, which for an Action is a hash of its tenant, operation and key that
+// a reader of a log line could test guesses against; a caller that wants
+// it in its logs reads e.Key.
 func (e *Error) Error() string {
 	var b strings.Builder
 	if e.Reason != nil {
@@ -101,9 +104,9 @@ func (e *Error) Error() string {
 	if e.StatusCode != 0 {
 		fmt.Fprintf(&b, ", status %d", e.StatusCode)
 	}
-	if e.Key != "" {
-		fmt.Fprintf(&b, ", key %s", e.Key)
-	}
+	// The key is left out: an Action's is a UUIDv5 of its tenant,
+	// operation and key, which a reader of a log line can test guesses
+	// against. Error.Key holds it for a caller that asks.
 	if !e.RetryAt.IsZero() {
 		fmt.Fprintf(&b, ", retry at %s", e.RetryAt.UTC().Format(time.RFC3339Nano))
 	}

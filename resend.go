@@ -1,7 +1,9 @@
 package retrybudget
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,10 +30,69 @@ const resendWindow = 30 * time.Second
 
 // resendBodyLimit and resendBodyWait bound the response body kept to answer
 // re-sends with; a larger or slower one is answered with an empty body.
+// resendHeaderLimit bounds the bytes of the response headers kept (see
+// resendHeader).
 const (
-	resendBodyLimit = 64 << 10
-	resendBodyWait  = 100 * time.Millisecond
+	resendBodyLimit   = 64 << 10
+	resendBodyWait    = 100 * time.Millisecond
+	resendHeaderLimit = 8 << 10
 )
+
+// resendFirst are the response headers an SDK or a caller reads to decide
+// on a re-send, or to read the body: kept before any other.
+var resendFirst = [...]string{
+	"Retry-After", "Retry-After-Ms", "X-Should-Retry", "Stripe-Should-Retry",
+	"Content-Type", "Content-Encoding", "Content-Language",
+	"Idempotency-Key", "Request-Id", "X-Request-Id",
+}
+
+// resendHeader returns the part of a give-up's response headers kept to
+// answer re-sends with: resendFirst, then every other header in name order,
+// each whole while the total stays within resendHeaderLimit bytes (a header
+// that does not fit is left out), and never a credential
+// (Authorization, Proxy-Authorization, Cookie, Set-Cookie). A destination
+// the caller chooses may answer with megabytes of headers; a give-up is kept
+// for resendWindow, so it keeps little.
+func resendHeader(h http.Header) http.Header {
+	kept, room := http.Header{}, resendHeaderLimit
+	keep := func(name string) {
+		vs, ok := h[name]
+		if !ok || kept[name] != nil {
+			return
+		}
+		switch name {
+		case "Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie":
+			return
+		}
+		n := headerBytes(name, vs)
+		if n > room {
+			return
+		}
+		room -= n
+		// Copied, so that a kept value never holds on to a larger buffer.
+		c := make([]string, len(vs))
+		for i, v := range vs {
+			c[i] = strings.Clone(v)
+		}
+		kept[name] = c
+	}
+	for _, name := range resendFirst {
+		keep(name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		keep(name)
+	}
+	return kept
+}
+
+// headerBytes counts the bytes of one header's name and values.
+func headerBytes(name string, vs []string) int {
+	n := 0
+	for _, v := range vs {
+		n += len(name) + len(v)
+	}
+	return n
+}
 
 // retryCount reads the number an SDK gives its re-sends of one call, 0 on
 // the first send; ok is false when the request carries no such header.
@@ -60,13 +121,14 @@ func retryCountValue(h http.Header) string {
 // call itself up by: the key, and the fingerprint only when the call is a
 // numbered re-send (a first send of an identical request is a new call).
 //
-// Every id is scoped by the call's Action: two actions may send identical
-// requests (the same body to the same URL), and one action's re-send must
-// never be answered with another's give-up.
+// Every id is scoped by who sends the call and to whom (see resendScope):
+// two callers may send identical requests (the same body to the same path),
+// and one's re-send must never be answered with another's give-up, which
+// would hand it the other's response, and not send it.
 func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
-	scope := c.actionScope()
+	scope := c.resendScope()
 	if k := headerValue(c.req.Header, c.p.cfg.KeyHeader); k != "" {
-		ids = append(ids, scope+"key\x00"+k)
+		ids = append(ids, c.p.gaveUp.id(scope, "key", k))
 	}
 	n, ok := retryCount(c.req.Header)
 	lookup = ids
@@ -77,32 +139,46 @@ func (c *call) resendIDs() (ids, lookup []string, numbered bool) {
 	if err != nil {
 		return ids, lookup, n > 0
 	}
+	// Fingerprint leaves out the host and the credentials (they belong in
+	// a ledger Key); the scope holds them.
 	fp := ledger.Fingerprint(c.req.Method, c.req.URL, c.req.Header, []string{"Authorization"}, body)
-	ids = append(ids, scope+"fp\x00"+fp)
+	ids = append(ids, c.p.gaveUp.id(scope, "fp", fp))
 	if n > 0 {
 		lookup = ids
 	}
 	return ids, lookup, n > 0
 }
 
-// actionScope returns the prefix that keeps the give-up ids of the call's
-// Action apart from every other's: the Action's tenant, operation and key,
-// each length-prefixed, so that ("a|b", "c") and ("a", "b|c") differ; empty
-// for a call without an Action.
-func (c *call) actionScope() string {
-	a, ok := ActionFrom(c.req.Context())
-	if !ok || c.p.noAction {
-		return ""
+// resendCredentials are the request headers that say whose call it is: the
+// credentials providers take (Authorization, an API key header, a cookie)
+// and the account a platform key acts for (Stripe-Account, OpenAI's
+// organization and project). A re-send under other values is another
+// caller's.
+var resendCredentials = [...]string{
+	"Authorization", "Proxy-Authorization", "Cookie",
+	"X-Api-Key", "Api-Key", "X-Goog-Api-Key",
+	"Stripe-Account", "Openai-Organization", "Openai-Project",
+}
+
+// resendScope returns what keeps the give-up ids of the call apart from
+// every other caller's: the share of the memory it counts against (see
+// memoryScope), the scheme and host it is sent to, its Action's tenant,
+// operation and key, and the values of its credential headers. The ids are
+// keyed hashes of it (giveUps.id), so no credential is kept.
+func (c *call) resendScope() []string {
+	u := c.req.URL
+	parts := []string{c.memoryScope(), strings.ToLower(u.Scheme), strings.ToLower(u.Host)}
+	if a, ok := ActionFrom(c.req.Context()); ok && !c.p.noAction {
+		parts = append(parts, "action", a.Tenant, a.Operation, a.Key)
+	} else {
+		parts = append(parts, "")
 	}
-	var b strings.Builder
-	b.WriteString("act")
-	for _, s := range [...]string{a.Tenant, a.Operation, a.Key} {
-		b.WriteString(strconv.Itoa(len(s)))
-		b.WriteByte(':')
-		b.WriteString(s)
+	for _, name := range resendCredentials { // canonical forms
+		vs := c.req.Header[name]
+		parts = append(parts, strconv.Itoa(len(vs)))
+		parts = append(parts, vs...)
 	}
-	b.WriteByte(0)
-	return b.String()
+	return parts
 }
 
 // resendCheck is what repeat found about a call that may be an SDK's
@@ -193,7 +269,7 @@ func (c *call) remember(resp *http.Response, cause error) {
 	// kept for the window keeps a copy of its own.
 	g.out.Key = strings.Clone(g.out.Key)
 	if resp != nil {
-		g.status, g.header = resp.StatusCode, resp.Header.Clone()
+		g.status, g.header = resp.StatusCode, resendHeader(resp.Header)
 		g.body, _ = readahead.Read(resp, resendBodyLimit, resendBodyWait)
 	}
 	if !c.p.gaveUp.put(ids, c.memoryScope(), g, now) {

@@ -3,8 +3,10 @@ package retrybudget
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -205,5 +207,134 @@ func TestGiveUpMemoryCountsStayTrueWhenRoomEmptiesAScope(t *testing.T) {
 		if g.get([]string{p.id}, now) == nil {
 			t.Fatalf("%s not remembered", p.id)
 		}
+	}
+}
+
+// hostBase answers every request whose host ends in suffix with
+// answer(r), in process, and sends the rest to the network.
+func hostBase(t *testing.T, suffix string, answer func(*http.Request) *http.Response) http.RoundTripper {
+	real := &http.Transport{}
+	t.Cleanup(real.CloseIdleConnections)
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if !strings.HasSuffix(r.URL.Host, suffix) {
+			return real.RoundTrip(r)
+		}
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		resp := answer(r)
+		resp.Request = r
+		return resp, nil
+	})
+}
+
+// pinned returns the bytes of response headers and bodies the give-up
+// memory holds.
+func pinned(g *giveUps) (n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for el := g.order.Front(); el != nil; el = el.Next() {
+		e := el.Value.(*memo).g
+		n += len(e.body)
+		for k, vs := range e.header {
+			for _, v := range vs {
+				n += len(k) + len(v)
+			}
+		}
+	}
+	return n
+}
+
+// A destination a caller chooses (a webhook URL, an "OpenAI-compatible"
+// base URL) may answer with megabytes of headers, or with a 64 KiB body to
+// every call: the give-up memory keeps a bounded part of each give-up, and
+// bounded bytes in all, yet still answers every re-send.
+func TestGiveUpMemoryPinsBoundedBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		calls  int
+		header int // bytes of headers per answer
+		body   int // bytes of body per answer
+		limit  int // bytes the memory may pin
+	}{
+		{"4 MiB of headers", 64, 4 << 20, 0, 64 * resendHeaderLimit},
+		{"64 KiB bodies", 1_000, 0, resendBodyLimit, maxScopeGiveUpBytes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := hostBase(t, ".hostile.example", func(*http.Request) *http.Response {
+				h := http.Header{"Content-Type": {"application/json"}}
+				for i := 0; i < tc.header; i += 64 << 10 {
+					h.Set("X-Pad-"+strconv.Itoa(i), strings.Repeat("x", 64<<10)) // a fresh string per answer, as off the wire
+				}
+				body := strings.Repeat("b", tc.body)
+				return &http.Response{StatusCode: 400, Header: h, Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body))}
+			})
+			tr, _ := newFakeTransport(Config{Base: base})
+			send := func(i int, n string) Outcome {
+				resp, err := post(context.Background(), t, tr, "http://api.hostile.example/v1/hook/"+strconv.Itoa(i), http.Header{
+					"Idempotency-Key": {"call-" + strconv.Itoa(i)}, "X-Stainless-Retry-Count": {n}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return finalOutcome(t, resp)
+			}
+			for i := range tc.calls {
+				if o := send(i, "0"); o.NotRemembered {
+					t.Fatalf("call %d not remembered", i)
+				}
+			}
+			n := pinned(&tr.policy.gaveUp)
+			t.Logf("%d give-ups pin %d bytes (%.1f MiB)", tc.calls, n, float64(n)/(1<<20))
+			if n > tc.limit {
+				t.Fatalf("%d give-ups pin %d bytes, want at most %d", tc.calls, n, tc.limit)
+			}
+			for _, i := range []int{0, tc.calls - 1} {
+				if o := send(i, "1"); !o.Repeated {
+					t.Fatalf("re-send of call %d: %+v, want it answered from its give-up", i, o)
+				}
+			}
+		})
+	}
+}
+
+// Other scopes' uncertain give-ups, which must be kept, fill the memory
+// only up to what the scopes past their reserve may take: a newcomer scope
+// still has room for its own uncertain give-up, and its SDK's re-send of
+// the POST is answered from it, not sent a second time.
+func TestGiveUpMemoryKeepsRoomForEveryScope(t *testing.T) {
+	const scopes = maxGiveUps / maxScopeGiveUps
+	base := hostBase(t, ".flood.example", func(*http.Request) *http.Response {
+		return &http.Response{StatusCode: 503, Header: http.Header{}, Body: http.NoBody}
+	})
+	tr, _ := newFakeTransport(Config{Base: base})
+	count := func(n string) http.Header { return http.Header{"X-Stainless-Retry-Count": {n}} }
+	// Each flood call is a POST without a key that got a 503: it may have
+	// been applied and must not be repeated.
+	for s := range scopes {
+		for i := range maxScopeGiveUps {
+			resp, err := post(context.Background(), t, tr, "http://h"+strconv.Itoa(s)+".flood.example/"+strconv.Itoa(s)+"/"+strconv.Itoa(i), count("0"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := finalOutcome(t, resp); !errors.Is(o.Reason, ErrUncertain) {
+				t.Fatalf("flood call %d/%d: %+v, want ErrUncertain", s, i, o)
+			}
+		}
+	}
+	p := newProvider(t, lost)
+	_, err := post(context.Background(), t, tr, p.URL, count("0"))
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrUncertain) {
+		t.Fatalf("victim's first send: %v, want ErrUncertain", err)
+	}
+	if e.NotRemembered {
+		t.Errorf("victim's uncertain give-up not remembered")
+	}
+	_, err = post(context.Background(), t, tr, p.URL, count("1"))
+	if !errors.As(err, &e) || !e.Repeated || !errors.Is(err, ErrUncertain) {
+		t.Errorf("victim's re-send: %v, want its give-up's ErrUncertain, repeated", err)
+	}
+	if n := len(p.requests()); n != 1 {
+		t.Fatalf("%d arrivals of the victim's POST, want 1", n)
 	}
 }

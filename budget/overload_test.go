@@ -158,3 +158,38 @@ func TestOverloadBoundedAt100kDestinations(t *testing.T) {
 		t.Error("the destination in use lost its history to the flood")
 	}
 }
+
+// TestOverloadJudgesATenantByItsOwnAttempts: one tenant's timeouts refuse
+// that tenant's calls and no other's, until three tenants ran out of time
+// at the destination; a destination keeps at most maxOverloadTenants
+// tenants' windows.
+func TestOverloadJudgesATenantByItsOwnAttempts(t *testing.T) {
+	o := NewOverload(OverloadConfig{})
+	for range 20 {
+		o.RecordTenant("api", "a", patience, true, t0)
+	}
+	if p := o.RefuseProbabilityTenant("api", "a", patience, t0); p == 0 {
+		t.Error("tenant a's own timeouts refuse none of its calls")
+	}
+	if p := o.RefuseProbabilityTenant("api", "b", patience, t0); p != 0 {
+		t.Errorf("tenant b's refusal probability %v from tenant a's timeouts, want 0", p)
+	}
+	o.RecordTenant("api", "c", patience, true, t0)
+	if p := o.RefuseProbabilityTenant("api", "b", patience, t0); p != 0 {
+		t.Errorf("tenant b's refusal probability %v with two tenants timing out, want 0", p)
+	}
+	o.RecordTenant("api", "d", patience, true, t0)
+	if p := o.RefuseProbabilityTenant("api", "b", patience, t0); p == 0 {
+		t.Error("three tenants time out, and tenant b's calls are not refused")
+	}
+	for i := range 10 * maxOverloadTenants {
+		o.RecordTenant("api", "t"+strconv.Itoa(i), patience, true, t0)
+	}
+	o.mu.Lock()
+	d, _ := o.dests.Get("api")
+	n := len(d.tenants)
+	o.mu.Unlock()
+	if n > maxOverloadTenants {
+		t.Errorf("%d tenants' windows kept, cap %d", n, maxOverloadTenants)
+	}
+}

@@ -86,7 +86,7 @@ func (k EncryptionKeys) OpenStored(rec Key, field string, data []byte, sealed bo
 	}
 	rest, ok := bytes.CutPrefix(data, []byte(sealedOutcomePrefix))
 	if !ok {
-		return nil, fmt.Errorf("%w: stored %s of action %s is marked encrypted but is not", ErrCorrupt, field, rec.short())
+		return nil, fmt.Errorf("%w: stored %s is marked encrypted but is not", ErrCorrupt, field)
 	}
 	for _, key := range k {
 		aead, err := newGCM(key)
@@ -98,7 +98,7 @@ func (k EncryptionKeys) OpenStored(rec Key, field string, data []byte, sealed bo
 			return p, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: stored %s of action %s opens with none of the encryption keys", ErrCorrupt, field, rec.short())
+	return nil, fmt.Errorf("%w: stored %s opens with none of the encryption keys", ErrCorrupt, field)
 }
 
 func newGCM(key []byte) (cipher.AEAD, error) {

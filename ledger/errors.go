@@ -83,11 +83,14 @@ type Error struct {
 	Path []string
 }
 
-// Error returns the sentinel's text with the action's short ID and state.
+// Error returns the sentinel's text with the stored state. It does not
+// name the action: Key.ID is an unkeyed hash of the tenant, operation and
+// key, which a reader of a log line could test guesses against; e.Key
+// names it for a caller that asks.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Err.Error())
-	fmt.Fprintf(&b, " (action %s, stored state %s", e.Key.short(), e.State)
+	fmt.Fprintf(&b, " (stored state %s", e.State)
 	if e.RetryAfter > 0 {
 		fmt.Fprintf(&b, ", retry after %s", e.RetryAfter)
 	}
@@ -98,7 +101,8 @@ func (e *Error) Error() string {
 // Unwrap returns Err, so errors.Is(err, ErrPending) and friends work.
 func (e *Error) Unwrap() error { return e.Err }
 
-// notOwner wraps ErrNotOwner with the action's short ID.
-func notOwner(k Key) error {
-	return fmt.Errorf("%w (action %s)", ErrNotOwner, k.short())
+// notOwner returns ErrNotOwner for k. The text does not name the action
+// (see Error.Error).
+func notOwner(Key) error {
+	return ErrNotOwner
 }

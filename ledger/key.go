@@ -58,10 +58,6 @@ func (k Key) IdempotencyKey() string {
 	return uuid.NewSHA1(actionNamespace, buf).String()
 }
 
-// short is the first 12 hex digits of ID, enough to find an action in
-// logs without printing its raw identity.
-func (k Key) short() string { return k.ID()[:12] }
-
 func (k Key) validate() error {
 	if k.Key == "" {
 		return fmt.Errorf("%w: empty action key", ErrInvalid)

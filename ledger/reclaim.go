@@ -50,5 +50,5 @@ func CheckOwnerShared(ctx context.Context, s Store, k Key, owner, instance strin
 	if gerr != nil || rec.Owner != owner || rec.Instance == "" || rec.Instance == instance {
 		return err
 	}
-	return fmt.Errorf("%w (owner %q; action %s): %w", ErrOwnerShared, owner, k.short(), err)
+	return fmt.Errorf("%w (owner %q): %w", ErrOwnerShared, owner, err)
 }

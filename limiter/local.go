@@ -37,9 +37,12 @@ type LocalConfig struct {
 	// a URL host that a caller may choose (webhook delivery), so without a
 	// cap its memory would have no bound. An entry with a cooldown pending
 	// or a bucket not yet refilled is never dropped to make room, since
-	// that would reset its limit: past the cap, a request or cooldown for
-	// a new boundary fails with [ErrTooManyBoundaries] until idle state
-	// goes. Zero means 10,000.
+	// that would reset its limit. Past the cap, until idle state goes, the
+	// requests of every new boundary (and of every new owner) share one
+	// overflow entry with one boundary's limits (and one owner's share):
+	// newcomers are slowed together, never all refused, and no held limit
+	// is reset. A cooldown for a new boundary past the cap fails with
+	// [ErrTooManyBoundaries]. Zero means 10,000.
 	MaxBoundaries int
 
 	// MaxCooldown caps a single cooldown, so that a hostile or broken
@@ -87,11 +90,15 @@ type Local struct {
 	// it.
 	latest time.Time
 
-	boundary    []spec // limits of a boundary; immutable
-	owner       []spec // limits of one owner's share; immutable, nil without OwnerShare
-	idleAfter   time.Duration
-	maxCooldown time.Duration
-	max         int
+	boundary []spec // limits of a boundary; immutable
+	owner    []spec // limits of one owner's share; immutable, nil without OwnerShare
+	// overflow is the state every new boundary shares past the cap,
+	// overflowOwner every new owner's (nil without OwnerShare); neither is
+	// in entries. Their cooldowns stay zero.
+	overflow, overflowOwner *localEntry
+	idleAfter               time.Duration
+	maxCooldown             time.Duration
+	max                     int
 
 	// now is the clock seam: time.Now except in tests.
 	now func() time.Time
@@ -113,10 +120,10 @@ type localEntry struct {
 	elem     *list.Element // in Local.order
 }
 
-// ErrTooManyBoundaries is the error of a [Local] asked about a new
-// boundary or owner while it holds LocalConfig.MaxBoundaries entries, none
-// of which can go without resetting a limit or a cooldown. Test for it
-// with errors.Is.
+// ErrTooManyBoundaries is the error of a [Local] asked to pause a new
+// boundary while it holds LocalConfig.MaxBoundaries entries, none of which
+// can go without resetting a limit or a cooldown. Test for it with
+// errors.Is.
 var ErrTooManyBoundaries = errors.New("limiter: too many boundaries")
 
 // NewLocal returns a Local limiter for cfg. It fails with an error
@@ -143,11 +150,16 @@ func newLocal(cfg LocalConfig, now func() time.Time) (*Local, error) {
 		max:         cmp0(cfg.MaxBoundaries, defaultMaxBoundaries),
 		now:         now,
 	}
+	l.overflow = newLocalEntry(b)
+	if o != nil {
+		l.overflowOwner = newLocalEntry(o)
+	}
 	return l, nil
 }
 
-// Allow decides r at the current time. Its only error is one wrapping
-// [ErrTooManyBoundaries], for a new boundary or owner past the cap.
+// Allow decides r at the current time. Its error is always nil: a new
+// boundary or owner past the cap is decided by the overflow entry (see
+// LocalConfig.MaxBoundaries).
 func (l *Local) Allow(_ context.Context, r Request) (Decision, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -157,7 +169,7 @@ func (l *Local) Allow(_ context.Context, r Request) (Decision, error) {
 // AllowAt decides r as of now and takes the tokens when it is allowed. It
 // is the pure form of Allow, for tests and simulations that bring their
 // own clock. A now earlier than a previous decision's is treated as that
-// earlier decision's time. Its only error is Allow's.
+// earlier decision's time. Its error, like Allow's, is always nil.
 func (l *Local) AllowAt(r Request, now time.Time) (Decision, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -172,18 +184,13 @@ func (l *Local) allowLocked(r Request, now time.Time) (Decision, error) {
 	l.latest = now
 	l.sweepLocked(sweepPerDecision, now)
 
-	b, err := l.entryLocked(localKey{boundary: r.Boundary}, l.boundary, now)
-	if err != nil {
-		return Decision{}, err
-	}
+	b, _ := l.entryLocked(localKey{boundary: r.Boundary}, l.boundary, now)
 	if until := l.pausedLocked(r.Boundary, b, now); !until.IsZero() {
 		return cooldownDecision(until, now), nil
 	}
 	var o *localEntry
 	if l.owner != nil && r.Owner != "" {
-		if o, err = l.entryLocked(localKey{boundary: r.Boundary, owner: r.Owner, isOwner: true}, l.owner, now); err != nil {
-			return Decision{}, err
-		}
+		o, _ = l.entryLocked(localKey{boundary: r.Boundary, owner: r.Owner, isOwner: true}, l.owner, now)
 	}
 
 	// Check every bucket before taking from any, so that a refusal takes
@@ -246,9 +253,10 @@ func waitFor(lim *rate.Limiter, now time.Time) time.Duration {
 }
 
 // Cooldown pauses boundary until the given time, capped at MaxCooldown
-// from now, and with it every boundary within it (see [Within]). Its only error is one wrapping [ErrTooManyBoundaries], for a
-// new boundary past the cap; requests to that boundary are refused with
-// the same error, so none goes out during the pause.
+// from now, and with it every boundary within it (see [Within]). Its only
+// error is one wrapping [ErrTooManyBoundaries], for a new boundary past the
+// cap: the pause is not kept, since pausing the overflow entry would pause
+// every newcomer, and the overflow's limits still bound what goes to it.
 func (l *Local) Cooldown(_ context.Context, boundary string, until time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -256,9 +264,9 @@ func (l *Local) Cooldown(_ context.Context, boundary string, until time.Time) er
 	if limit := now.Add(l.maxCooldown); until.After(limit) {
 		until = limit
 	}
-	e, err := l.entryLocked(localKey{boundary: boundary}, l.boundary, now)
-	if err != nil {
-		return err
+	e, own := l.entryLocked(localKey{boundary: boundary}, l.boundary, now)
+	if !own {
+		return fmt.Errorf("%w: %d held, none idle", ErrTooManyBoundaries, l.max)
 	}
 	if until.After(e.cooldown) {
 		e.cooldown = until
@@ -267,27 +275,41 @@ func (l *Local) Cooldown(_ context.Context, boundary string, until time.Time) er
 }
 
 // entryLocked returns the state for k, creating it with full buckets when
-// there is room, and marks it used. It requires that l.mu is held.
-func (l *Local) entryLocked(k localKey, specs []spec, now time.Time) (*localEntry, error) {
+// there is room, and marks it used; own is false when there is no room and
+// the state returned is the overflow entry every newcomer shares. It
+// requires that l.mu is held.
+func (l *Local) entryLocked(k localKey, specs []spec, now time.Time) (e *localEntry, own bool) {
 	e, ok := l.entries[k]
 	if !ok {
 		if len(l.entries) >= l.max {
 			l.sweepLocked(sweepForRoom, now)
 			if len(l.entries) >= l.max {
-				return nil, fmt.Errorf("%w: %d held, none idle", ErrTooManyBoundaries, l.max)
+				// Every entry is live: dropping one would reset its limit
+				// or its pause, refusing the newcomer would lock out every
+				// new boundary until they refill. It shares the overflow.
+				if k.isOwner {
+					return l.overflowOwner, false
+				}
+				return l.overflow, false
 			}
 		}
-		e = &localEntry{limiters: make([]*rate.Limiter, len(specs))}
-		for i, s := range specs {
-			e.limiters[i] = rate.NewLimiter(rate.Every(s.duration()), int(s.burst))
-		}
+		e = newLocalEntry(specs)
 		e.elem = l.order.PushFront(k)
 		l.entries[k] = e
 	} else {
 		l.order.MoveToFront(e.elem)
 	}
 	e.lastUsed = now
-	return e, nil
+	return e, true
+}
+
+// newLocalEntry returns state for specs with full buckets.
+func newLocalEntry(specs []spec) *localEntry {
+	e := &localEntry{limiters: make([]*rate.Limiter, len(specs))}
+	for i, s := range specs {
+		e.limiters[i] = rate.NewLimiter(rate.Every(s.duration()), int(s.burst))
+	}
+	return e
 }
 
 // sweepLocked examines up to n of the least recently used entries: it

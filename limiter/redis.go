@@ -290,8 +290,9 @@ const (
 
 // Allow decides r for the whole fleet. It returns an error only when Redis
 // is unavailable and the policy is [FailClosed] (an [*UnavailableError]),
-// or [FailOpen] and its fallback, a [Local], holds as many boundaries as
-// it may ([ErrTooManyBoundaries]), or when ctx is done.
+// or when ctx is done. With [FailOpen] its fallback, a [Local], decides a
+// new boundary past its cap by its overflow entry (see
+// LocalConfig.MaxBoundaries).
 func (l *Redis) Allow(ctx context.Context, r Request) (Decision, error) {
 	now := l.now()
 	if until := l.pauses.until(r.Boundary, now); !until.IsZero() {
