@@ -1,0 +1,177 @@
+package browsertest
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/retrybudget/retrybudget/console"
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// requireBrowserEnv, set to 1 (as .ci/run does), turns a missing browser
+// into a failure instead of a skip.
+const requireBrowserEnv = "RETRYBUDGET_REQUIRE_BROWSER"
+
+const token = "browser-test-operator-token"
+
+// waitTimeout bounds each browser step generously: the CI machine has two
+// cores shared with other builds, and Chromium's start alone can take
+// seconds there.
+const waitTimeout = 60 * time.Second
+
+// browser returns a chromedp context on a fresh headless Chromium, or
+// skips (fails under RETRYBUDGET_REQUIRE_BROWSER=1) when none is installed.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		if os.Getenv(requireBrowserEnv) == "1" {
+			t.Fatalf("no Chromium on PATH and %s=1: install chromium (apt-get install chromium)", requireBrowserEnv)
+		}
+		t.Skipf("SKIPPED: no Chromium on PATH; the console's browser tests did not run (set %s=1 to fail instead)", requireBrowserEnv)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox, // CI runs as root in a container
+		chromedp.Flag("disable-dev-shm-usage", true),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	// Start the browser now, on the context itself: chromedp ties the
+	// browser's life to the first call's context, so that call must carry
+	// no timeout (the test binary's -timeout bounds it), and the steps'
+	// timeouts below do not pay for Chromium's start.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", path, err)
+	}
+	return ctx
+}
+
+// run runs the actions under waitTimeout.
+func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, waitTimeout)
+	defer cancel()
+	if err := chromedp.Do(c, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// get runs one action that returns a value under waitTimeout.
+func get[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, waitTimeout)
+	defer cancel()
+	v, err := chromedp.Run(c, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// heldConsole serves a console over a Memory store holding one uncertain
+// action, and returns its URL, the store and the action.
+func heldConsole(t *testing.T) (string, ledger.Store, ledger.Key) {
+	t.Helper()
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	k := ledger.Key{Tenant: "acme", Operation: "sms.send", Key: "order-1042-sms"}
+	ctx := t.Context()
+	res, err := store.Reserve(ctx, ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "worker-1", MarksSending: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.MarkSending(ctx, k, res.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.AddAttempt(ctx, k, res.Token, "timeout"); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Fail(ctx, k, res.Token, ledger.Failure{EffectPossible: true, Reason: "timeout after the send"}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := console.New(console.Config{Store: store, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/", store, k
+}
+
+func signIn(t *testing.T, ctx context.Context, url, tok string) {
+	t.Helper()
+	run(t, ctx, "sign in",
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), tok),
+		chromedp.Click(chromedp.ID("signin")),
+		chromedp.WaitReady(chromedp.CSS("body")),
+	)
+}
+
+func TestBrowserSettlesAHeldAction(t *testing.T) {
+	ctx := browser(t)
+	url, store, k := heldConsole(t)
+	signIn(t, ctx, url, token)
+
+	run(t, ctx, "held list", chromedp.WaitVisible(chromedp.CSS("#actions a.action")))
+	counts := get(t, ctx, "counts", chromedp.Text(chromedp.ID("counts")))
+	if !strings.Contains(counts, "1 uncertain") {
+		t.Errorf("counts %q, want 1 uncertain", counts)
+	}
+	run(t, ctx, "open the action",
+		chromedp.Click(chromedp.CSS("#actions a.action")),
+		chromedp.WaitVisible(chromedp.ID("settle")),
+	)
+	state := get(t, ctx, "state", chromedp.Text(chromedp.ID("state")))
+	run(t, ctx, "settle as applied",
+		chromedp.Click(chromedp.ID("applied-yes")),
+		chromedp.SetValue(chromedp.ID("status"), "201"),
+		chromedp.SendKeys(chromedp.ID("answer"), "SM-provider-reference"),
+		chromedp.SendKeys(chromedp.ID("name"), "alice"),
+		chromedp.SendKeys(chromedp.ID("reason-input"), "found in Twilio's message log"),
+		chromedp.Click(chromedp.ID("settle")),
+		chromedp.WaitVisible(chromedp.ID("settled")),
+	)
+	if state != "uncertain" {
+		t.Errorf("action page state %q, want uncertain", state)
+	}
+	rec, err := store.Get(t.Context(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := store.Reserve(t.Context(), ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "worker-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.State != ledger.StateCompleted || rec.Outcome == nil || rec.Outcome.Status != 201 || res.Verdict != ledger.VerdictReplayed {
+		t.Errorf("after settling in the browser: record %s, next verdict %s; want completed (201), replayed", rec.State, res.Verdict)
+	}
+}
+
+func TestBrowserRefusesAWrongToken(t *testing.T) {
+	ctx := browser(t)
+	url, _, _ := heldConsole(t)
+	signIn(t, ctx, url, "not-the-token")
+	run(t, ctx, "refused", chromedp.WaitVisible(chromedp.ID("failed")))
+	links := get(t, ctx, "links", chromedp.Evaluate[int](`document.querySelectorAll("a.action").length`))
+	if links != 0 {
+		t.Errorf("a wrong token sees %d actions, want 0", links)
+	}
+}
