@@ -21,6 +21,10 @@ const requireBrowserEnv = "RETRYBUDGET_REQUIRE_BROWSER"
 
 const token = "browser-test-operator-token"
 
+// screenshotEnv names a file that TestBrowserSettlesAHeldAction writes the
+// action page's screenshot to (PNG), for docs/console.png. Unset means none.
+const screenshotEnv = "RETRYBUDGET_CONSOLE_SCREENSHOT"
+
 // waitTimeout bounds each browser step generously: the CI machine has two
 // cores shared with other builds, and Chromium's start alone can take
 // seconds there.
@@ -140,6 +144,12 @@ func TestBrowserSettlesAHeldAction(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("settle")),
 	)
 	state := get(t, ctx, "state", chromedp.Text(chromedp.ID("state")))
+	if path := os.Getenv(screenshotEnv); path != "" {
+		png := get(t, ctx, "screenshot", chromedp.FullScreenshot(100))
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	run(t, ctx, "settle as applied",
 		chromedp.Click(chromedp.ID("applied-yes")),
 		chromedp.SetValue(chromedp.ID("status"), "201"),
