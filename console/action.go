@@ -14,6 +14,13 @@ import (
 	"github.com/retrybudget/retrybudget/ledger/ledgercli"
 )
 
+// maxName and maxReason cap what the settle form writes into the record's
+// reason, which every later read of the record carries.
+const (
+	maxName   = 100
+	maxReason = 1000
+)
+
 // find returns the swept record r's {ref} names, if op may see it.
 func (h *handler) find(ctx context.Context, r *http.Request, op Operator) (ledger.Record, bool, error) {
 	s, err := h.sweep(ctx, op)
@@ -82,6 +89,10 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
 	if name == "" || reason == "" {
 		h.message(w, r, http.StatusBadRequest, "Incomplete", "A reason and your name are required.")
+		return
+	}
+	if len(name) > maxName || len(reason) > maxReason {
+		h.message(w, r, http.StatusBadRequest, "Too long", fmt.Sprintf("Keep the name under %d and the reason under %d characters.", maxName, maxReason))
 		return
 	}
 	var res ledger.Resolution

@@ -27,6 +27,13 @@ func (h *handler) mac(parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
+// tokenMatches compares given with Config.Token in constant time. It
+// compares their HMACs, which have one length, so that not even the
+// token's length leaks through timing.
+func (h *handler) tokenMatches(given string) bool {
+	return subtle.ConstantTimeCompare([]byte(h.mac("token", given)), []byte(h.mac("token", h.cfg.Token))) == 1
+}
+
 func (h *handler) session() string { return h.mac("session", h.cfg.Token) }
 
 // operator identifies r's operator: by Config.Authenticate, or by the
@@ -41,7 +48,7 @@ func (h *handler) operator(r *http.Request) (op Operator, session string, ok boo
 		return op, "op:" + op.Name, true
 	}
 	if bearer, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found {
-		if subtle.ConstantTimeCompare([]byte(bearer), []byte(h.cfg.Token)) == 1 {
+		if h.tokenMatches(bearer) {
 			return Operator{}, h.session(), true
 		}
 		return Operator{}, "", false
@@ -99,7 +106,7 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(h.cfg.Token)) != 1 {
+	if !h.tokenMatches(r.PostFormValue("token")) {
 		h.render(w, http.StatusUnauthorized, "login.html", map[string]any{"Base": base(r), "Failed": true})
 		return
 	}

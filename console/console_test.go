@@ -473,3 +473,27 @@ func TestPagesNeverShowKeyFingerprintOrBody(t *testing.T) {
 		t.Errorf("checked %d pages, want 4", len(pages))
 	}
 }
+
+func TestSettleRequiresABoundedNameAndReason(t *testing.T) {
+	f := memoryFixture(t, Config{})
+	k := testKey("acme", secretKey)
+	hold(t, f.store, k)
+	f.clock.Add(time.Hour)
+	ref := f.actionRef()
+	for name, edit := range map[string]func(url.Values){
+		"no reason":       func(v url.Values) { v.Del("reason") },
+		"blank name":      func(v url.Values) { v.Set("name", "  ") },
+		"reason too long": func(v url.Values) { v.Set("reason", strings.Repeat("x", maxReason+1)) },
+		"no choice":       func(v url.Values) { v.Del("applied") },
+		"bad status":      func(v url.Values) { v.Set("applied", "yes"); v.Set("status", "2000") },
+	} {
+		form := f.settleForm(ref, false)
+		edit(form)
+		if code, _ := f.do("POST", "/action/"+ref+"/settle", testToken, form); code != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400", name, code)
+		}
+	}
+	if rec, _ := f.store.Get(context.Background(), k); rec.State != ledger.StateUncertain {
+		t.Errorf("record %s, want uncertain", rec.State)
+	}
+}
