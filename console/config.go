@@ -30,9 +30,10 @@ type Config struct {
 	// PageSize is how many actions one page of the held list shows. Zero
 	// means 50.
 	PageSize int
-	// MaxScan bounds the records one page reads from the store (the limit
-	// given to Sweep), so a big store cannot stall the console; the page
-	// says when the bound was reached. Zero means 10,000.
+	// MaxScan bounds the records one page reads from the store (Sweep
+	// reads one more, to tell whether there are more), so a big store
+	// cannot stall the console; the page says when the bound was reached.
+	// Zero means 10,000.
 	MaxScan int
 	// Lease is the ledger's lease (ledger.Config.Lease). Settling an
 	// action as not applied is refused until its last attempt is at least

@@ -293,6 +293,13 @@ func TestHeldListReadsAtMostMaxScan(t *testing.T) {
 	if got := strings.Count(body, `class="action"`); got != 3 || !strings.Contains(body, "Read the first 3 held records only") {
 		t.Errorf("%d actions listed, want 3 and a note that MaxScan was reached:\n%s", got, body)
 	}
+	f = memoryFixture(t, Config{MaxScan: 5})
+	for i := range 5 {
+		hold(t, f.store, testKey("acme", fmt.Sprint("k", i)))
+	}
+	if _, body = f.do("GET", "/", testToken, nil); strings.Contains(body, "Read the first") {
+		t.Errorf("exactly MaxScan held records: the page says the list was cut")
+	}
 }
 
 func TestSettleChangesTheRecordAndTheNextVerdict(t *testing.T) {

@@ -45,7 +45,8 @@ type swept struct {
 
 // sweep reads at most MaxScan stuck records that op may see.
 func (h *handler) sweep(ctx context.Context, op Operator) (swept, error) {
-	recs, err := h.cfg.Store.Sweep(ctx, h.cfg.MaxScan)
+	// One record past the bound tells whether the bound cut the list.
+	recs, err := h.cfg.Store.Sweep(ctx, h.cfg.MaxScan+1)
 	var s swept
 	if err != nil {
 		if !errors.Is(err, ledger.ErrCorrupt) {
@@ -53,7 +54,9 @@ func (h *handler) sweep(ctx context.Context, op Operator) (swept, error) {
 		}
 		s.corrupt = err
 	}
-	s.capped = len(recs) >= h.cfg.MaxScan
+	if len(recs) > h.cfg.MaxScan {
+		s.capped, recs = true, recs[:h.cfg.MaxScan]
+	}
 	for _, r := range recs {
 		if h.visible(op, r.Key.Tenant) {
 			s.records = append(s.records, r)
