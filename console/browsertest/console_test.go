@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/retrybudget/retrybudget/console"
+	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
@@ -89,11 +90,25 @@ func get[T any](t *testing.T, ctx context.Context, what string, a chromedp.Actio
 	return v
 }
 
-// heldConsole serves a console over a Memory store holding one uncertain
-// action, and returns its URL, the store and the action.
-func heldConsole(t *testing.T) (string, ledger.Store, ledger.Key) {
+// stores are the ledgers the console is driven on.
+var stores = map[string]func(t *testing.T) ledger.Store{
+	"memory": func(*testing.T) ledger.Store { return ledger.NewMemory(ledger.MemoryConfig{}) },
+	"redis": func(t *testing.T) ledger.Store {
+		s, err := ledger.NewRedis(redistest.Client(t), ledger.RedisConfig{
+			Prefix: redistest.Prefix(t),
+			Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	},
+}
+
+// heldConsole serves a console over store holding one uncertain action,
+// and returns its URL and the action.
+func heldConsole(t *testing.T, store ledger.Store) (string, ledger.Key) {
 	t.Helper()
-	store := ledger.NewMemory(ledger.MemoryConfig{})
 	k := ledger.Key{Tenant: "acme", Operation: "sms.send", Key: "order-1042-sms"}
 	ctx := t.Context()
 	res, err := store.Reserve(ctx, ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "worker-1", MarksSending: true})
@@ -115,7 +130,7 @@ func heldConsole(t *testing.T) (string, ledger.Store, ledger.Key) {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return srv.URL + "/", store, k
+	return srv.URL + "/", k
 }
 
 func signIn(t *testing.T, ctx context.Context, url, tok string) {
@@ -130,8 +145,14 @@ func signIn(t *testing.T, ctx context.Context, url, tok string) {
 }
 
 func TestBrowserSettlesAHeldAction(t *testing.T) {
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) { settlesAHeldAction(t, open(t)) })
+	}
+}
+
+func settlesAHeldAction(t *testing.T, store ledger.Store) {
 	ctx := browser(t)
-	url, store, k := heldConsole(t)
+	url, k := heldConsole(t, store)
 	signIn(t, ctx, url, token)
 
 	run(t, ctx, "held list", chromedp.WaitVisible(chromedp.CSS("#actions a.action")))
@@ -177,7 +198,7 @@ func TestBrowserSettlesAHeldAction(t *testing.T) {
 
 func TestBrowserRefusesAWrongToken(t *testing.T) {
 	ctx := browser(t)
-	url, _, _ := heldConsole(t)
+	url, _ := heldConsole(t, ledger.NewMemory(ledger.MemoryConfig{}))
 	signIn(t, ctx, url, "not-the-token")
 	run(t, ctx, "refused", chromedp.WaitVisible(chromedp.ID("failed")))
 	links := get(t, ctx, "links", chromedp.Evaluate[int](`document.querySelectorAll("a.action").length`))
