@@ -133,14 +133,16 @@ func heldConsole(t *testing.T, store ledger.Store) (string, ledger.Key) {
 	return srv.URL + "/", k
 }
 
-func signIn(t *testing.T, ctx context.Context, url, tok string) {
+// signIn signs in with tok and waits for the element with the id then,
+// which the page after signing in shows.
+func signIn(t *testing.T, ctx context.Context, url, tok, then string) {
 	t.Helper()
 	run(t, ctx, "sign in",
 		chromedp.Navigate(url),
 		chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.SendKeys(chromedp.ID("token"), tok),
 		chromedp.Click(chromedp.ID("signin")),
-		chromedp.WaitReady(chromedp.CSS("body")),
+		chromedp.WaitVisible(chromedp.ID(then)),
 	)
 }
 
@@ -153,7 +155,7 @@ func TestBrowserSettlesAHeldAction(t *testing.T) {
 func settlesAHeldAction(t *testing.T, store ledger.Store) {
 	ctx := browser(t)
 	url, k := heldConsole(t, store)
-	signIn(t, ctx, url, token)
+	signIn(t, ctx, url, token, "counts")
 
 	run(t, ctx, "held list", chromedp.WaitVisible(chromedp.CSS("#actions a.action")))
 	counts := get(t, ctx, "counts", chromedp.Text(chromedp.ID("counts")))
@@ -199,10 +201,66 @@ func settlesAHeldAction(t *testing.T, store ledger.Store) {
 func TestBrowserRefusesAWrongToken(t *testing.T) {
 	ctx := browser(t)
 	url, _ := heldConsole(t, ledger.NewMemory(ledger.MemoryConfig{}))
-	signIn(t, ctx, url, "not-the-token")
+	signIn(t, ctx, url, "not-the-token", "failed")
 	run(t, ctx, "refused", chromedp.WaitVisible(chromedp.ID("failed")))
 	links := get(t, ctx, "links", chromedp.Evaluate[int](`document.querySelectorAll("a.action").length`))
 	if links != 0 {
 		t.Errorf("a wrong token sees %d actions, want 0", links)
+	}
+}
+
+// fillSettle fills the open action page's form as "applied".
+func fillSettle(name string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.WaitVisible(chromedp.ID("settle")),
+		chromedp.Click(chromedp.ID("applied-yes")),
+		chromedp.SendKeys(chromedp.ID("name"), name),
+		chromedp.SendKeys(chromedp.ID("reason-input"), "found in the provider's log"),
+	)
+}
+
+func TestBrowserRefusesAPostWithoutCSRFToken(t *testing.T) {
+	ctx := browser(t)
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	url, k := heldConsole(t, store)
+	signIn(t, ctx, url, token, "counts")
+	run(t, ctx, "open the action",
+		chromedp.Click(chromedp.CSS("#actions a.action")),
+		fillSettle("mallory"),
+	)
+	// A forged form is one without the token: take it out of the page.
+	get(t, ctx, "drop the CSRF field", chromedp.Evaluate[bool](`document.querySelector('input[name=csrf]').remove(), true`))
+	run(t, ctx, "post", chromedp.Click(chromedp.ID("settle")), chromedp.WaitVisible(chromedp.ID("message")))
+	title := get(t, ctx, "title", chromedp.Title())
+	if rec, _ := store.Get(t.Context(), k); !strings.HasPrefix(title, "Refused") || rec.State != ledger.StateUncertain {
+		t.Errorf("page %q, record %s; want Refused and uncertain", title, rec.State)
+	}
+}
+
+func TestBrowserTwoOperatorsSettleOnce(t *testing.T) {
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	url, k := heldConsole(t, store)
+	// Two operators, two browsers: both have the form open before either
+	// settles.
+	first, second := browser(t), browser(t)
+	for _, b := range []context.Context{first, second} {
+		signIn(t, b, url, token, "counts")
+		run(t, b, "open the action", chromedp.Click(chromedp.CSS("#actions a.action")), fillSettle("operator"))
+	}
+	run(t, first, "first settles", chromedp.Click(chromedp.ID("settle")), chromedp.WaitVisible(chromedp.ID("settled")))
+	run(t, second, "second settles", chromedp.Click(chromedp.ID("settle")), chromedp.WaitVisible(chromedp.ID("message")))
+	title := get(t, second, "title", chromedp.Title())
+	rec, err := store.Get(t.Context(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	takeovers := 0
+	for _, a := range rec.Attempts {
+		if a.Class == ledger.VerdictReconcile.String() {
+			takeovers++
+		}
+	}
+	if !strings.HasPrefix(title, "Not held") && !strings.HasPrefix(title, "Conflict") || rec.State != ledger.StateCompleted || takeovers != 1 {
+		t.Errorf("second operator's page %q, record %s with %d takeovers; want a conflict, completed once", title, rec.State, takeovers)
 	}
 }
