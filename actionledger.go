@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/retrybudget/retrybudget/internal/readahead"
@@ -39,10 +40,9 @@ type ledgerGate struct {
 	token int64
 	// keeper renews the lease while the owning call runs; nil otherwise.
 	keeper *ledger.Keeper
-	// marked reports that the action was marked as sending
-	// (Store.MarkSending), as the reservation promised before the first
-	// send.
-	marked bool
+	// ownedAt is when the call was granted the action, on its clock, for
+	// the usual run time of its tenant and operation (callTimes).
+	ownedAt time.Time
 	// lost reports that a fenced store call found the token no longer
 	// current: another worker owns the action now.
 	lost bool
@@ -59,7 +59,8 @@ type reservation struct {
 	stop error
 	// cause is the store's or the ledger's error.
 	cause error
-	// retryAt, with ErrPending, is when the other call's lease ends.
+	// retryAt, with ErrPending, is when the other call can have finished
+	// (see callTimes.pendingWait), at the latest when its lease ends.
 	retryAt time.Time
 	// maybeApplied reports that an earlier call may have applied it: set
 	// with a stop, and on a resend grant, which the call then owns.
@@ -85,9 +86,10 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		// The nonce makes the request idempotent: sent again after a lost
 		// reply, it gets its own grant back instead of being held by it.
 		Nonce: ledger.NewNonce(),
-		// beforeSend marks the action before the first send, so a lease
-		// that runs out before it is provably unsent.
+		// beforeSend marks the action before every send, so a lease
+		// that runs out before the first is provably unsent.
 		MarksSending: true,
+		Settle:       cfg.SettleTime,
 	}
 	res, err := g.reserveOnce(ctx, rr)
 	if err != nil && ctx.Err() == nil && (g.deadline.IsZero() || g.clock.Now().Before(g.deadline)) {
@@ -124,8 +126,11 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		// The lease is renewed while the Reconciler runs: a Reconciler
 		// slower than the lease must not let another worker take over.
 		g.own(ctx, res.Token)
-		return g.reconcile(ctx, res.Record)
-	case ledger.VerdictPending, ledger.VerdictDelayed:
+		return g.reconcile(ctx, res, now)
+	case ledger.VerdictPending:
+		wait := cfg.Ledger.calls.pendingWait(g.key, res)
+		return reservation{stop: ErrPending, cause: res.Err(), retryAt: now.Add(max(wait, time.Millisecond))}
+	case ledger.VerdictDelayed:
 		return reservation{stop: ErrPending, cause: res.Err(), retryAt: now.Add(max(res.RetryAfter, time.Millisecond))}
 	case ledger.VerdictConflict:
 		return reservation{stop: ErrConflict, cause: res.Err()}
@@ -191,22 +196,28 @@ func (g *ledgerGate) lapsed(ctx context.Context, res ledger.Reservation) reserva
 }
 
 // reconcile asks the configured Reconciler what became of an action whose
-// owner died, and settles the record under token: a completed action is
-// replayed, one that never happened is sent under the same key, an unknown
-// one stays uncertain for an operator.
-func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record) reservation {
+// owner died, granted reconciles it, and settles the record under token: a
+// completed action is replayed, one that never happened is sent under the
+// same key, an unknown one stays uncertain for an operator. "Never
+// happened" inside the settle time of the action's last send
+// (ledger.Reservation.Trust) is not trusted: the record stays uncertain
+// and the call is told ErrPending with RetryAt at the settle time's end
+// (now is the Transport's time of the reservation).
+func (g *ledgerGate) reconcile(ctx context.Context, granted ledger.Reservation, now time.Time) reservation {
 	// The Reconciler asks the provider: bounded like a store call, by the
 	// call's deadline and storeTimeout, so a hung one holds neither the
 	// call nor, through the lease kept meanwhile, the action.
 	rctx, cancel := g.storeContext(ctx, false)
+	rec := granted.Record
 	if g.origin.Key != "" {
 		// A redirect hop carries its action's request: the destination
 		// knows the effect as the action's (a Marker of it in the body,
 		// say), so the Reconciler is asked about that one.
 		rec.Key = g.origin
 	}
-	res, err := g.cfg.Ledger.Reconciler(rctx, rec)
+	found, err := g.cfg.Ledger.Reconciler(rctx, rec)
 	cancel()
+	res := granted.Trust(found)
 	if err != nil {
 		res = ledger.Resolution{State: ledger.StateUncertain, Reason: "reconciler failed"}
 	}
@@ -238,6 +249,13 @@ func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record) reservati
 	if serr := ledger.Settle(sctx, g.cfg.Ledger.Store, g.key, token, ledger.Resolution{State: ledger.StateUncertain, Reason: res.Reason}); serr != nil {
 		g.failed("fail", serr)
 	}
+	if err == nil && found.State == ledger.StateFailed {
+		// Not found while the provider may still apply the last send:
+		// ask again once the settle time has passed.
+		cause := &ledger.Error{Err: ledger.ErrPending, Key: g.key, Verdict: granted.Verdict, State: ledger.StateUncertain,
+			RetryAfter: granted.RetryAfter, Path: append(slices.Clip(granted.Path), res.Reason)}
+		return reservation{stop: ErrPending, cause: cause, retryAt: now.Add(max(granted.RetryAfter, time.Millisecond))}
+	}
 	return reservation{stop: ErrUncertain, cause: errors.Join(err, ledger.ErrUncertain), maybeApplied: true}
 }
 
@@ -245,7 +263,7 @@ func (g *ledgerGate) reconcile(ctx context.Context, rec ledger.Record) reservati
 // in the background for as long as the call runs, so a long attempt keeps
 // its action; settle stops it.
 func (g *ledgerGate) own(ctx context.Context, token int64) {
-	g.token = token
+	g.token, g.ownedAt = token, g.clock.Now()
 	g.keeper = ledger.KeepLease(ctx, g.cfg.Ledger.Store, g.key, token, g.cfg.Ledger.Lease)
 }
 
@@ -282,12 +300,17 @@ func (g *ledgerGate) lostLease() bool {
 }
 
 // beforeSend checks, right before each attempt, that the call still owns
-// its action, and before the first marks it as sending (fenced by the
-// token, as the reservation promised). stop is nil when the attempt may
-// go; ErrPending when another worker took the action over (nothing more
-// is recorded: the record is that worker's); ErrLedger when the mark
-// could not be written, and then nothing was sent and the action is
-// failed with no effect possible.
+// its action, and marks it as sending (fenced by the token, as the
+// reservation promised). The mark is written before every attempt, not
+// only the first: a worker that lost its action while it waited to retry
+// (another live process took it over) learns it here, from the store,
+// before it sends, rather than from its lease keeper a third of a lease
+// later; and each mark starts the send's settle time. stop is nil when
+// the attempt may go; ErrPending when another worker took the action over
+// (nothing more is recorded: the record is that worker's); ErrLedger when
+// the mark could not be written, and then nothing was sent and the action
+// is failed with no effect possible, or left uncertain after an earlier
+// attempt.
 func (g *ledgerGate) beforeSend(ctx context.Context) (stop, cause error) {
 	if g.token == 0 {
 		return nil, nil
@@ -297,15 +320,11 @@ func (g *ledgerGate) beforeSend(ctx context.Context) (stop, cause error) {
 		g.disown()
 		return ErrPending, cause
 	}
-	if g.marked {
-		return nil, nil
-	}
 	sctx, cancel := g.storeContext(ctx, false)
 	err := g.cfg.Ledger.Store.MarkSending(sctx, g.key, g.token)
 	cancel()
 	switch {
 	case err == nil:
-		g.marked = true
 		return nil, nil
 	case errors.Is(err, ledger.ErrNotOwner):
 		err = g.notOwner(ctx, "mark sending", err)
@@ -355,6 +374,8 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	}
 	ctx, cancel := g.storeContext(ctx, true) // record even if the caller gave up
 	defer cancel()
+	// However it ends, a duplicate held as pending may go on from here.
+	g.cfg.Ledger.calls.observe(g.key, g.clock.Now().Sub(g.ownedAt))
 	store := g.cfg.Ledger.Store
 	answered := out.Reason == nil || out.Reason == ErrRejected
 	// A keyed 409 is not the action's answer, and the request in

@@ -24,9 +24,10 @@ type limitGate struct {
 
 // admission is the gate's answer. stop is nil when the attempt may go.
 type admission struct {
-	// stop is ErrRateLimited when the wait cannot fit the deadline or
-	// MaxWait, ErrLimiter when the limiter cannot decide, or the context's
-	// error.
+	// stop is ErrRateLimited when the limiter's wait cannot fit the
+	// deadline or MaxWait, ErrLimiter when the limiter cannot decide,
+	// ErrDeadline or ErrWaitTooLong when the call's bound ended the
+	// limiter's answer, or the context's error.
 	stop error
 	// cause is the limiter's error, if any.
 	cause error
@@ -41,7 +42,7 @@ type admission struct {
 // admission), and reports why not otherwise.
 func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.Duration) admission {
 	for {
-		d, took, err := g.allow(ctx, deadline, waited)
+		d, took, bound, err := g.allow(ctx, deadline, waited)
 		waited += took
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
@@ -50,13 +51,18 @@ func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.D
 			if errors.Is(err, limiter.ErrUnavailable) {
 				// An outage is ErrLimiter whatever the store's error:
 				// a Redis timeout unwraps to context.DeadlineExceeded,
-				// and must not read as a rate limit below.
+				// and must not read as the call's bound below.
 				return admission{stop: ErrLimiter, cause: err, waited: waited}
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
-				// The limiter's own wait (a fair queue's) did not fit the
-				// deadline or MaxWait.
-				return admission{stop: ErrRateLimited, cause: err, waited: waited}
+				// The call's bound ended Allow before it answered: a
+				// round trip that took too long, or a wait inside it
+				// (a fair queue's slot) cut short. Nothing was
+				// refused, so it is not a rate limit, which names when
+				// the limiter expects room: a limiter whose wait does
+				// not fit says so at once, with a Decision and its
+				// RetryAfter (limiter.FairQueue does).
+				return admission{stop: bound, cause: err, waited: waited}
 			}
 			return admission{stop: ErrLimiter, cause: err, waited: waited}
 		}
@@ -98,17 +104,19 @@ func (g *limitGate) limited(d limiter.Decision, wait time.Duration) {
 // deadline or when MaxWait is used up, whichever comes first: a limiter
 // that waits inside Allow (limiter.RedisConfig.Queue blocks until the
 // call's slot) must not wait past the Transport's bounds. took is the
-// time Allow spent, a wait of the call like any other.
-func (g *limitGate) allow(ctx context.Context, deadline time.Time, waited time.Duration) (d limiter.Decision, took time.Duration, err error) {
+// time Allow spent, a wait of the call like any other; bound is the
+// reason for the bound that ends its context, ErrDeadline or
+// ErrWaitTooLong.
+func (g *limitGate) allow(ctx context.Context, deadline time.Time, waited time.Duration) (d limiter.Decision, took time.Duration, bound, err error) {
 	start := g.clock.Now()
-	left := g.maxWait - waited
-	if !deadline.IsZero() {
-		left = min(left, deadline.Sub(start))
+	left, bound := g.maxWait-waited, ErrWaitTooLong
+	if !deadline.IsZero() && deadline.Sub(start) <= left {
+		left, bound = deadline.Sub(start), ErrDeadline
 	}
 	actx, cancel := context.WithTimeout(ctx, max(left, 0))
 	d, err = g.lim.Allow(actx, g.req)
 	cancel()
-	return d, max(g.clock.Now().Sub(start), 0), err
+	return d, max(g.clock.Now().Sub(start), 0), bound, err
 }
 
 // cooldown pauses the whole boundary when the provider said when to come

@@ -1,6 +1,7 @@
 package retrybudget
 
 import (
+	"errors"
 	"time"
 
 	"github.com/retrybudget/retrybudget/internal/schedule"
@@ -17,17 +18,27 @@ import (
 // (MaxAttempts, MaxWait, the deadline, a body that cannot be replayed, a
 // lease lost to another worker).
 func (c *call) next(cls Classification) (plan waitPlan, planned bool) {
-	if ctxErr := c.req.Context().Err(); ctxErr != nil {
-		return waitPlan{stop: ctxErr}, false
-	}
+	var final error
 	switch {
 	case cls.Hint == HintNoRetry:
-		return waitPlan{stop: ErrRejected}, false
+		final = ErrRejected
 	case cls.Hint == HintRetry:
 	case cls.Class == ClassBusiness:
-		return waitPlan{stop: ErrRejected}, false
+		final = ErrRejected
 	case !cls.retryable(c.repeatable):
-		return waitPlan{stop: ErrUncertain}, false
+		final = ErrUncertain
+	}
+	if ctxErr := c.req.Context().Err(); ctxErr != nil {
+		if final == ErrUncertain {
+			// The caller's end does not undo the attempt: it may have
+			// been applied and is not safe to repeat, so a worker told
+			// to retry it (Next's StepRetry) would send it again.
+			return waitPlan{stop: ErrUncertain, cause: ctxErr}, false
+		}
+		return waitPlan{stop: ctxErr}, false
+	}
+	if final != nil {
+		return waitPlan{stop: final}, false
 	}
 	sched := c.p.cfg.schedule()
 	if c.bo == nil {
@@ -61,6 +72,9 @@ type waitPlan struct {
 	at time.Time
 	// stop is non-nil when the call must end now.
 	stop error
+	// cause, with stop ErrUncertain, is the context's error that ended
+	// the call (see withCause).
+	cause error
 }
 
 // planWait is the schedule's wait w, with its stop as the call's reason:
@@ -75,4 +89,33 @@ func planWait(w schedule.Wait) waitPlan {
 		p.stop = ErrDeadline
 	}
 	return p
+}
+
+// unsentResendReason is the reason an SDK's numbered re-send that ends
+// before sending anything gives up with, and its cause. The SDK's earlier
+// sends of the call, given up on elsewhere or too long ago to be
+// remembered, may have applied it: a request that is not safe to repeat
+// and would end with a reason Next reads as StepRetry is ErrUncertain
+// instead (StepHold), its own reason kept in the cause, since the worker's
+// next run would be a new call, sent again. A call under a ledger is left
+// alone: every earlier send under its Action went through the ledger,
+// which answers the next run.
+func (c *call) unsentResendReason(reason, cause error) (error, error) {
+	if c.repeatable || c.led != nil || (Outcome{Reason: reason}).step() != StepRetry {
+		return reason, cause
+	}
+	return ErrUncertain, withCause(cause, reason)
+}
+
+// withCause returns err with cause added to what errors.Is finds in it:
+// an uncertain give-up keeps the reason it would have had (the context's
+// end, the deadline) findable.
+func withCause(err, cause error) error {
+	if cause == nil || errors.Is(err, cause) {
+		return err
+	}
+	if err == nil {
+		return cause
+	}
+	return errors.Join(err, cause)
 }

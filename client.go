@@ -297,7 +297,7 @@ func (c *call) run() (*http.Response, error) {
 			plan.stop, c.out.RetryAt = ErrBudgetExhausted, a.cls.RetryAt
 		}
 		if plan.stop != nil {
-			return c.giveUp(a.resp, a.err, plan.stop, a.cancel)
+			return c.giveUp(a.resp, withCause(a.err, plan.cause), plan.stop, a.cancel)
 		}
 		c.discard(a.resp)
 		a.cancel()
@@ -325,6 +325,8 @@ func (c *call) giveUp(resp *http.Response, err, reason error, cancel context.Can
 		// effect (a re-send or reconcile grant set MaybeApplied already),
 		// and every earlier send under the Action went through it.
 		c.out.MaybeApplied = true
+		reason, err = c.unsentResendReason(reason, err)
+		c.out.Reason = reason
 	}
 	if reason == ErrRejected || reason == ErrUncertain {
 		c.out.RetryAt = time.Time{}

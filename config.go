@@ -57,6 +57,18 @@ type Config struct {
 	// instead. Zero means the provider keeps keys at least as long as the
 	// ledger keeps records.
 	KeyRetention time.Duration
+	// SettleTime is how long after a send the provider may still apply
+	// it: at least its processing time, counted from the action's last
+	// sending mark or attempt on the ledger store's clock (see
+	// ledger.ReserveRequest.Settle). A request cut off by a crash or a
+	// timeout may be applied seconds after its client is gone, so until
+	// the settle time has passed a Reconciler's "not found" for an action
+	// that may have been sent is not trusted where keys are not honoured:
+	// the action stays uncertain, and the call ends with ErrPending and
+	// RetryAt at the settle time's end. A found effect is replayed at
+	// once. Zero means Ledger.Lease; it never means "forever". Set it
+	// shorter only where the provider documents how long it may take.
+	SettleTime time.Duration
 
 	// MaxAttempts limits the attempts per call, the first included. Zero
 	// means 4; a negative value means 1 (no retries).
@@ -180,11 +192,16 @@ type LedgerConfig struct {
 	// earlier run left in progress at once (see
 	// ledger.ReserveRequest.Instance), instead of waiting out their
 	// leases, and each is then run, reconciled, re-sent or reported
-	// uncertain as ledger.Resolve decides for a dead owner. Two live workers given one Owner take
-	// each other's actions over: fencing still keeps every action to
-	// one sender, and the one that loses reports ledger.ErrOwnerShared
-	// to Observer.Ledger. Empty means "hostname:pid", which changes on
-	// restart, so a restarted worker waits out its old leases.
+	// uncertain as ledger.Resolve decides for a dead owner: only what was
+	// never marked as sending is sent at once where keys are not honoured;
+	// a Reconciler's "not found" for the rest waits out the settle time
+	// of its last send (Config.SettleTime). Two live workers given one
+	// Owner take each other's actions over: fencing still keeps every
+	// action to one sender, since every send, a retry included, is fenced
+	// by a sending mark with the call's token, and the one that loses
+	// reports ledger.ErrOwnerShared to Observer.Ledger. Empty means
+	// "hostname:pid", which changes on restart, so a restarted worker
+	// waits out its old leases.
 	Owner string
 	// instance is this process's run (ledger.ReserveRequest.Instance),
 	// set by withDefaults when Owner was given; empty with the default
@@ -195,6 +212,10 @@ type LedgerConfig struct {
 	// over; a running call renews it every third of it (ledger.KeepLease).
 	// Zero means ledger.DefaultLease (30s).
 	Lease time.Duration
+	// calls is how long the owning calls of each tenant and operation
+	// usually run, for the RetryAt of a duplicate told ErrPending; set by
+	// withDefaults, shared by the copies of this policy's Config.
+	calls *callTimes
 	// Reconciler asks the provider what became of an action whose owner
 	// died mid-call (typically a GET by idempotency key). Nil means such an
 	// action is re-sent under the same key when Config.KeysHonoured, and
@@ -245,6 +266,9 @@ func (c Config) withDefaults(clk clock) Config {
 		// nothing (see instance).
 		if c.Ledger.instance == "" && c.Ledger.Owner != defaultLedgerOwner() {
 			c.Ledger.instance = processInstance()
+		}
+		if c.Ledger.calls == nil {
+			c.Ledger.calls = &callTimes{}
 		}
 	}
 	if c.Ledger.Lease <= 0 {

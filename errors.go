@@ -16,15 +16,22 @@ var (
 	ErrAttemptsExhausted = errors.New("retrybudget: attempts exhausted")
 	// ErrDeadline means the next attempt could not start before the
 	// deadline (the context's or Config.Deadline), so the Transport gave up
-	// at once instead of sleeping into it. RetryAt says when to come back.
+	// at once instead of sleeping into it. RetryAt says when to come back;
+	// it is zero when the rate limiter had not answered by the deadline
+	// (a slow store): nothing was refused then.
 	ErrDeadline = errors.New("retrybudget: retry cannot fit the deadline")
 	// ErrWaitTooLong means the provider asked for a wait longer than
-	// Config.MaxWait, or the call's waits together would pass it. RetryAt
+	// Config.MaxWait, or the call's waits together would pass it, the
+	// time spent waiting for the rate limiter's answer included. RetryAt
 	// is the time to come back: the provider's, when it named one.
 	ErrWaitTooLong = errors.New("retrybudget: provider asked to wait longer than allowed")
 	// ErrUncertain means the last attempt may have been applied by the
 	// provider and repeating it is not safe (no idempotency key and a
-	// method that is not idempotent). Reconcile before trying again.
+	// method that is not idempotent). Reconcile before trying again. It
+	// is the reason whatever ended the call then: the caller's context
+	// ending after the request was written, or an SDK's numbered re-send
+	// ending unsent after earlier sends; the *Error's Cause keeps that
+	// error (errors.Is finds context.DeadlineExceeded, say).
 	ErrUncertain = errors.New("retrybudget: outcome uncertain: the request may have been applied")
 	// ErrRejected means the provider rejected the request (ClassBusiness);
 	// repeating it unchanged will not help.
@@ -47,8 +54,11 @@ var (
 	// store is down and it fails closed); the Cause says why.
 	ErrLimiter = errors.New("retrybudget: rate limiter unavailable")
 	// ErrPending means the action is in progress in another call (its
-	// ledger lease is alive); nothing was sent. RetryAt is when the lease
-	// ends. The Cause is a *ledger.Error.
+	// ledger lease is alive), or may still be applied by the provider
+	// (inside the settle time of its last send, Config.SettleTime);
+	// nothing was sent. RetryAt is when the other call can have finished
+	// (its usual run time), at the latest when its lease ends, or when the
+	// settle time ends. The Cause is a *ledger.Error.
 	ErrPending = errors.New("retrybudget: action in progress elsewhere")
 	// ErrConflict means the action's key was used before for a different
 	// request (another fingerprint); nothing was sent.

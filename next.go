@@ -45,15 +45,18 @@ func (s Step) String() string {
 // Next returns what to do after a call that returned resp and err, and the
 // Outcome it read that from. It reads the Outcome the Transport attached:
 // from an *Error in err's chain, else from resp (OutcomeOf). For an SDK
-// that hides both, pass the captured one: Next(nil, out.Last().Err()) (see
-// CaptureOutcome).
+// that hides both, read the captured record with the SDK's error instead:
+// out.Next(err) (see Captured.Next).
 //
 // The rule, by the Outcome's Reason: none is StepDone; ErrUncertain is
 // StepHold; ErrRejected, ErrConflict and ErrInvalidAction are StepStop;
 // every other reason (attempts, deadline, budget, rate limit, a pending
 // owner, an unavailable ledger or limiter, the caller's context) is
-// StepRetry at RetryAt. An error that carries no Outcome (the worker's
-// own, or one the Transport never saw) is StepRetry with a zero RetryAt.
+// StepRetry at RetryAt. A call that may have been applied and is not safe
+// to repeat ends with ErrUncertain whatever stopped it, the caller's
+// context included, so it is never StepRetry. An error that carries no
+// Outcome (the worker's own, or one the Transport never saw) is StepRetry
+// with a zero RetryAt.
 // A response that did not come through a Transport is read by its status
 // alone: StepDone below 400, StepStop for a rejection (ClassBusiness),
 // else StepRetry.

@@ -51,6 +51,8 @@ func (o *Observer) isZero() bool {
 // for every event, skipping their nil fields:
 //
 //	obs := tel.Observer().Join(slogretry.Observer(logger))
+//
+//snippet:needs app, sdk
 func (o Observer) Join(others ...Observer) Observer {
 	for _, x := range others {
 		o.Attempt = chain(o.Attempt, x.Attempt)

@@ -26,6 +26,7 @@ var reasonCodes = [...]struct {
 	{ErrLedger, "ledger"},
 	{ErrInvalidAction, "invalid_action"},
 	{ErrBodyUnreadable, "body_unreadable"},
+	{ErrNoCall, "no_call"},
 	{context.Canceled, "canceled"},
 	{context.DeadlineExceeded, "deadline_exceeded"},
 }

@@ -22,7 +22,7 @@
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
 //	b, err := budget.NewRedis(rdb, budget.RedisConfig{Prefix: "payments:budget:"})
 //	if err != nil {
-//		return err // a nil client or a Prefix with a brace
+//		log.Fatal(err) // a nil client or a Prefix with a brace
 //	}
 //	tr := retrybudget.New(retrybudget.Config{Budget: b})
 //

@@ -87,11 +87,11 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if len(cfg.DestinationKey) == 0 {
-		return nil, ErrNoDestinationKey
+		return nil, fmt.Errorf("%w: set RedisConfig.DestinationKey to 32 random bytes (RETRYBUDGET_DESTINATION_KEY, base64), the same on every process", ErrNoDestinationKey)
 	}
 	keyed, err := keyedhash.New(cfg.DestinationKey)
 	if err != nil {
-		return nil, fmt.Errorf("%w: DestinationKey: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: DestinationKey is %d bytes: set it to 32 random bytes (RETRYBUDGET_DESTINATION_KEY, base64), at least 16: %w", ErrInvalidConfig, len(cfg.DestinationKey), err)
 	}
 	r := cfg.Config.Rule()
 	flush := cfg.FlushInterval

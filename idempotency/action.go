@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/ledger"
 )
 
 // StepSeparator joins an inbound operation and a step name in the
@@ -31,6 +33,9 @@ type inbound struct {
 	// goroutine it starts, and read by the middleware once the handler
 	// returned.
 	effect atomic.Bool
+	// atx is the action's transaction in Atomic mode, nil otherwise:
+	// MarkEffect writes its mark through it.
+	atx ledger.AtomicTx
 }
 
 type inboundCtxKey struct{}
@@ -49,19 +54,40 @@ func InboundFrom(ctx context.Context) (retrybudget.Action, bool) {
 	return in.action, true
 }
 
-// MarkEffect tells the middleware that the handler has started to change
-// something outside itself (a write to a database, a call to a provider
-// without an idempotency key), so that a failure from here on (a 5xx,
-// 408, 425 or 429 answer, or a panic) is recorded as uncertain instead of
-// failed, and the same key is not run again (see Config.RerunUncertain).
-// A handler that answers with another status is completed either way, and
-// need not call it. It reports false when ctx is not a guarded request's.
-func MarkEffect(ctx context.Context) bool {
+// MarkEffect tells the middleware that the handler is about to change
+// something outside itself (a call to a provider without an idempotency
+// key, a write to another database), so that a failure from here on (a
+// 5xx, 408, 425 or 429 answer, a panic, or the server's death) is recorded
+// as uncertain instead of failed, and the same key is not run again (see
+// Config.RerunUncertain). A handler that answers with another status is
+// completed either way, and need not call it.
+//
+// Without Config.Atomic the mark needs no write: the record already says
+// the handler started, so a server that dies leaves the action uncertain.
+// With Config.Atomic, where a server that dies leaves the action failed
+// (its transaction rolled back), MarkEffect writes the mark to the store
+// outside the transaction (ledger.AtomicTx.MarkEffect) before it returns,
+// bounded in time. When that write fails it reports the error, wrapping
+// the store's (ledger.ErrNotOwner when another request took the action
+// over), and the handler must not do the effect: answer 503 instead, and
+// the action stays failed, to run again. It reports ErrNoAction when ctx
+// is not a guarded request's. Call it before the effect, once or more.
+func MarkEffect(ctx context.Context) error {
 	in, ok := ctx.Value(inboundCtxKey{}).(*inbound)
-	if ok {
-		in.effect.Store(true)
+	if !ok {
+		return ErrNoAction
 	}
-	return ok
+	if in.atx != nil {
+		// Written even when the client has gone, as the middleware's
+		// other writes are: the handler may go on to its effect.
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reserveTimeout)
+		defer cancel()
+		if err := in.atx.MarkEffect(mctx); err != nil {
+			return fmt.Errorf("idempotency: mark effect: %w", err)
+		}
+	}
+	in.effect.Store(true)
+	return nil
 }
 
 // Outbound derives the action of one outbound step from an inbound action

@@ -17,6 +17,8 @@ import (
 type atomicMemory struct {
 	*ledger.Memory
 	commitErr error
+	// markErr, when set, is MarkEffect's answer: the mark was not written.
+	markErr error
 }
 
 func (s *atomicMemory) BeginAtomic(_ context.Context, k ledger.Key, token int64) (ledger.AtomicTx, error) {
@@ -39,6 +41,10 @@ func (tx *memoryTx) Complete(ctx context.Context, o ledger.Outcome) error {
 }
 
 func (tx *memoryTx) Rollback(context.Context) error { return nil }
+
+// MarkEffect has nothing to write: a Memory record whose lease ran out is
+// uncertain, never failed, and this stand-in forgets nothing on a crash.
+func (tx *memoryTx) MarkEffect(context.Context) error { return tx.s.markErr }
 
 // An Atomic handler that did an effect outside the transaction (a charge at
 // a provider) and marked it with MarkEffect is never run again by a retry,
@@ -78,5 +84,42 @@ func TestAtomicHandlerThatMarkedAnEffectIsNotRunAgain(t *testing.T) {
 				t.Fatalf("record %+v, %v; want uncertain", rec, err)
 			}
 		})
+	}
+}
+
+// When an Atomic handler's mark cannot be written, MarkEffect reports it
+// (wrapping the store's error) and the handler, as documented, does not do
+// its effect and answers 503: the action is failed, not uncertain, and the
+// client's retry runs it once.
+func TestAtomicMarkEffectFailureLeavesTheActionFailed(t *testing.T) {
+	clock := newFakeClock()
+	store := &atomicMemory{Memory: ledger.NewMemory(ledger.MemoryConfig{Now: clock.Now}), markErr: ledger.ErrBusy}
+	var charges atomic.Int32
+	var markErr error
+	e := newEnv(t, idempotency.Config{Store: store, Atomic: true}, func(run int, w http.ResponseWriter, r *http.Request) {
+		if err := idempotency.MarkEffect(r.Context()); err != nil {
+			markErr = err
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		charges.Add(1)
+		created(run, w, r)
+	})
+	if res := e.send(request{}); res.Code != http.StatusServiceUnavailable {
+		t.Fatalf("first run answered %d %s; want the handler's 503", res.Code, res.Body)
+	}
+	if !errors.Is(markErr, ledger.ErrBusy) {
+		t.Fatalf("MarkEffect: %v; want the store's error", markErr)
+	}
+	rec, err := store.Get(t.Context(), thingsKey("k1"))
+	if err != nil || rec.State != ledger.StateFailed {
+		t.Fatalf("record %v %v; want failed (no effect)", rec.State, err)
+	}
+	store.markErr = nil
+	if res := e.send(request{}); res.Code != http.StatusCreated {
+		t.Fatalf("retry answered %d %s; want 201", res.Code, res.Body)
+	}
+	if n := charges.Load(); n != 1 {
+		t.Fatalf("%d charges, want 1", n)
 	}
 }

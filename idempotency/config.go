@@ -144,7 +144,9 @@ type Config struct {
 	// does every effect through it. A crash, a lost connection or a failed
 	// commit then leaves the effect and the record both applied or both
 	// not, so a retry either replays the stored response or runs the
-	// handler again, never both. See the package documentation.
+	// handler again, never both. An effect outside the transaction is
+	// marked first with MarkEffect, which then writes to the store. See
+	// the package documentation.
 	Atomic bool
 	// Owner names this server in ledger records, for operators. Empty
 	// means "hostname:pid".
@@ -161,10 +163,12 @@ type Config struct {
 	// PendingRetryAfter is the Retry-After of a 409 TypePending for an
 	// operation that has not yet run to its end in this process. Once it
 	// has, the answer says what is left of how long it usually takes
-	// (a moving average of its runs), so a duplicate comes back about when
-	// the first request's response is ready rather than when its owner's
-	// lease ends. Either way it is at least one second and never past the
-	// lease. Zero means one second.
+	// (a moving average of the tenant's own runs of it, or of every
+	// tenant's while the tenant has none), so a duplicate comes back about
+	// when the first request's response is ready rather than when its
+	// owner's lease ends, and another tenant's slow runs do not set it.
+	// Either way it is at least one second and never past the lease. Zero
+	// means one second.
 	PendingRetryAfter time.Duration
 	// Identities says how Logger's records name an action: by
 	// Identities.ActionID, the rule slogretry's Observer follows,

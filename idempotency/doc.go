@@ -64,8 +64,9 @@
 //   - 408, 425, 429 or any 5xx: failed. The handler promises that such an
 //     answer means nothing happened, so the same key runs the handler again
 //     next time. A handler that may fail after it changed something calls
-//     MarkEffect first; its failure is then recorded as uncertain and the
-//     key is not run again (unless Config.RerunUncertain).
+//     MarkEffect first, and does not change anything when it reports an
+//     error; its failure is then recorded as uncertain and the key is not
+//     run again (unless Config.RerunUncertain).
 //   - a panic, including http.ErrAbortHandler: recorded the same way as a
 //     5xx, then re-raised, so net/http aborts the response as it always
 //     does.
@@ -144,6 +145,14 @@
 // finds the stored response. Keep atomic responses under MaxResponseBody:
 // a streamed response leaves before the commit.
 //
+// An effect an Atomic handler does outside the transaction (a charge at a
+// provider) is not rolled back with it. The handler calls MarkEffect
+// before it, which writes the mark to the store outside the transaction
+// and before it returns: a server that dies after the mark leaves the
+// action uncertain, not failed, and it is not run again. When MarkEffect
+// reports an error the mark is not written, and the handler must not do
+// the effect.
+//
 // # Standards
 //
 // The key header follows draft-ietf-httpapi-idempotency-key-header (an
@@ -151,4 +160,6 @@
 // §3.3.3), 400 for a missing or malformed key, 409 for a concurrent
 // request and 422 for a reused key. Problems are RFC 9457; Retry-After is
 // RFC 9110 §10.2.3; Repr-Digest is RFC 9530 §3.
+//
+//snippet:needs app, sdk
 package idempotency

@@ -131,8 +131,12 @@ func ExampleMarkEffect() {
 	runs := 0
 	h := guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs++
-		// The row is written; from here on a failure may leave it behind.
-		idempotency.MarkEffect(r.Context())
+		// The row is about to be written; from here on a failure may
+		// leave it behind. Without the mark, write nothing.
+		if err := idempotency.MarkEffect(r.Context()); err != nil {
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
 		http.Error(w, "mail queue down", http.StatusServiceUnavailable)
 	}))
 	for range 2 {

@@ -107,7 +107,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ledger.VerdictCreated, ledger.VerdictRetry, ledger.VerdictResend:
 		start := g.s.Now()
 		g.run(w, r, k, res.Token, res.Record.CreatedAt, body)
-		g.s.typical.observe(k.Operation, g.s.Now().Sub(start))
+		g.s.typical.observe(k.Tenant, k.Operation, g.s.Now().Sub(start))
 	case ledger.VerdictReplayed:
 		if res.Record.Outcome == nil {
 			g.log(r.Context(), "replay", k, ledger.ErrCorrupt)
@@ -204,6 +204,7 @@ func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token 
 		return
 	}
 	if atx != nil {
+		in.atx = atx
 		ctx = atx.Context(ctx)
 	}
 	r2 := r.WithContext(ctx)

@@ -193,7 +193,7 @@ func TestActionInContext(t *testing.T) {
 	if _, err := idempotency.WithStep(context.Background(), "a"); !errors.Is(err, idempotency.ErrNoAction) {
 		t.Errorf("WithStep without a guarded request: %v", err)
 	}
-	if idempotency.MarkEffect(context.Background()) {
-		t.Error("MarkEffect outside a guarded request reported true")
+	if err := idempotency.MarkEffect(context.Background()); !errors.Is(err, idempotency.ErrNoAction) {
+		t.Errorf("MarkEffect outside a guarded request: %v; want ErrNoAction", err)
 	}
 }

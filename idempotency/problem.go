@@ -71,7 +71,8 @@ const (
 	TypeLedgerFull = typeBase + "TypeLedgerFull"
 	// TypeBusy is the 503 answer given at once, with Retry-After: 1, when
 	// Config.Atomic is set and the store holds as many action
-	// transactions open as it allows (ledger.ErrBusy): nothing ran, and
+	// transactions open as it allows, in all or for the request's tenant
+	// (ledger.ErrBusy): nothing ran, and
 	// the same request may be sent again. The store itself answered; it is
 	// not TypeLedgerUnavailable.
 	TypeBusy = typeBase + "TypeBusy"

@@ -24,7 +24,7 @@ func TestPendingWait(t *testing.T) {
 		t.Fatalf("no run observed: %v; want the hint, 3s", got)
 	}
 	for range 8 {
-		tp.observe(k.Operation, 4*time.Second)
+		tp.observe(k.Tenant, k.Operation, 4*time.Second)
 	}
 	tests := []struct {
 		name  string
@@ -43,8 +43,8 @@ func TestPendingWait(t *testing.T) {
 		}
 	}
 	// The average moves toward new runs.
-	tp.observe(k.Operation, 8*time.Second)
-	if d, _ := tp.get(k.Operation); d != 5*time.Second {
+	tp.observe(k.Tenant, k.Operation, 8*time.Second)
+	if d, _ := tp.get(k.Tenant, k.Operation); d != 5*time.Second {
 		t.Fatalf("average after a run of 8s: %v; want 5s", d)
 	}
 }
@@ -54,12 +54,45 @@ func TestPendingWait(t *testing.T) {
 func TestTypicalIsCapped(t *testing.T) {
 	var tp typical
 	for i := range maxTypicalOperations + 10 {
-		tp.observe(fmt.Sprint("op", i), time.Second)
+		tp.observe("t", fmt.Sprint("op", i), time.Second)
 	}
 	if n := len(tp.runs); n != maxTypicalOperations {
 		t.Fatalf("%d operations tracked; want %d", n, maxTypicalOperations)
 	}
-	if _, ok := tp.get(fmt.Sprint("op", maxTypicalOperations+1)); ok {
+	if _, ok := tp.get("t", fmt.Sprint("op", maxTypicalOperations+1)); ok {
 		t.Fatal("an operation past the cap is tracked")
+	}
+}
+
+// Tenants come from callers: past the cap of (tenant, operation) pairs the
+// one observed longest ago is forgotten, not the one that ran last, and a
+// tenant without runs of its own is told the operation's average.
+func TestTypicalTenantsAreCappedColdestFirst(t *testing.T) {
+	var tp typical
+	const op = "POST /orders"
+	for i := range maxTypicalTenantOperations {
+		tp.observe(fmt.Sprint("t", i), op, 2*time.Second)
+	}
+	tp.observe("t0", op, 2*time.Second) // t0 ran last; t1 is now the coldest
+	tp.observe("new", op, 2*time.Second)
+	if n := tp.lru.Len(); n != maxTypicalTenantOperations || len(tp.byTenant) != n {
+		t.Fatalf("%d pairs tracked (%d indexed); want %d", n, len(tp.byTenant), maxTypicalTenantOperations)
+	}
+	for _, tenant := range []string{"t0", "new", "t2"} {
+		if _, ok := tp.byTenant[tenantOperation{tenant, op}]; !ok {
+			t.Errorf("%s forgotten; want the coldest, t1, forgotten instead", tenant)
+		}
+	}
+	if _, ok := tp.byTenant[tenantOperation{"t1", op}]; ok {
+		t.Error("the coldest pair, t1, is still tracked")
+	}
+	// A tenant's own runs, and the operation's for a tenant without any.
+	tp.observe("quick", op, 300*time.Millisecond)
+	if d, _ := tp.get("quick", op); d != 300*time.Millisecond {
+		t.Errorf("quick's own average: %v; want 300ms", d)
+	}
+	opAvg := tp.runs[op]
+	if d, ok := tp.get("t1", op); !ok || d != opAvg {
+		t.Errorf("forgotten tenant: %v %v; want the operation's %v", d, ok, opAvg)
 	}
 }

@@ -21,6 +21,8 @@ import (
 //
 // The request's own context is replaced by ctx, so Bind must not wrap an
 // SDK that passes contexts of its own.
+//
+//snippet:needs app, stripe, sdk
 func Bind(ctx context.Context, rt http.RoundTripper) http.RoundTripper {
 	return boundTransport{ctx: ctx, rt: rt}
 }

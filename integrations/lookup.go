@@ -30,7 +30,8 @@ type Find func(ctx context.Context, r ledger.Record) ([]ledger.Outcome, error)
 // The settle time is how long after a request left the provider may still
 // apply it: a request cut by a crash is processed seconds later, and a
 // lookup made meanwhile finds nothing. It runs from the record's last
-// attempt (or grant), by now (a nil now means
+// attempt (or grant), and never ends before the record's own SettleUntil
+// (the store's settle time), by now (a nil now means
 // time.Now); zero settle means ledger.DefaultLease, the lease that covered
 // this window before a restarted owner could reclaim its actions. The
 // record's times are the store's clock: a settle time well above the
@@ -63,7 +64,8 @@ func LookupReconciler(find Find, settle time.Duration, now func() time.Time) led
 }
 
 // settledAt is when the action's last send has settled: settle after its
-// latest history entry that may have sent, its creation when it has none.
+// latest history entry that may have sent (its creation when it has none),
+// or the record's SettleUntil when that is later.
 // A grant to send (created, retry, resend) counts, since its owner may have
 // sent without living to record the attempt; a grant to a reconciler sends
 // nothing and does not.
@@ -74,5 +76,8 @@ func settledAt(r ledger.Record, settle time.Duration) time.Time {
 			last = a.At
 		}
 	}
-	return last.Add(settle)
+	if until := last.Add(settle); until.After(r.SettleUntil) {
+		return until
+	}
+	return r.SettleUntil
 }

@@ -67,6 +67,18 @@ func TestLookupReconcilerIsSafeByConstruction(t *testing.T) {
 			t.Fatalf("err = %v, want the lookup's error", err)
 		}
 	})
+	t.Run("the store's SettleUntil is kept", func(t *testing.T) {
+		later := rec
+		later.SettleUntil = created.Add(time.Hour)
+		now := func() time.Time { return created.Add(time.Minute) }
+		rc := integrations.LookupReconciler(func(context.Context, ledger.Record) ([]ledger.Outcome, error) {
+			return nil, nil
+		}, 30*time.Second, now)
+		res, err := rc(context.Background(), later)
+		if err != nil || res.State != ledger.StateUncertain {
+			t.Fatalf("State = %s, %v; want uncertain before the record's SettleUntil", res.State, err)
+		}
+	})
 	t.Run("zero settle is the lease", func(t *testing.T) {
 		now := func() time.Time { return created.Add(2*time.Second + ledger.DefaultLease - time.Millisecond) }
 		rc := integrations.LookupReconciler(func(context.Context, ledger.Record) ([]ledger.Outcome, error) {

@@ -20,7 +20,8 @@ var ErrCommitUnknown = errors.New("ledger: commit outcome unknown")
 // and the completed record are both kept; if it does not (the process
 // died, the connection broke, the handler failed), neither is, and the
 // action may run again. The store therefore treats an atomic action whose
-// lease ran out as failed (retry), not as uncertain.
+// lease ran out as failed (retry), not as uncertain, unless its owner
+// marked an effect outside the transaction (AtomicTx.MarkEffect).
 type Atomic interface {
 	Store
 	// BeginAtomic marks the action, owned with token, as one whose effects
@@ -43,4 +44,14 @@ type AtomicTx interface {
 	Complete(ctx context.Context, o Outcome) error
 	// Rollback abandons the transaction and every write in it.
 	Rollback(ctx context.Context) error
+	// MarkEffect records, fenced by the token, that the owner is about
+	// to do an effect outside the transaction (a call to a provider, a
+	// write elsewhere), which a rollback cannot undo. The write is
+	// outside the transaction, durable when MarkEffect returns nil, and
+	// bounded in time: should the owner then die, its action is
+	// uncertain once the lease runs out, not failed, and is not run
+	// again. The owner must not do the effect when MarkEffect reports
+	// an error (ErrNotOwner when token is no longer current). Calling
+	// it again is harmless.
+	MarkEffect(ctx context.Context) error
 }

@@ -91,6 +91,20 @@ func (c Config) maxBody() int {
 	return c.MaxBody
 }
 
+// SettleTime returns the settle time of a grant (ReserveRequest.Settle)
+// made with lease: settle itself, or lease when settle is zero. It fails
+// with ErrInvalid for a negative settle time and one a store cannot
+// express in whole milliseconds.
+func SettleTime(settle, lease time.Duration) (time.Duration, error) {
+	if settle == 0 {
+		return lease, nil
+	}
+	if settle < time.Millisecond || settle%time.Millisecond != 0 {
+		return 0, fmt.Errorf("%w: settle time %s must be whole milliseconds, at least 1ms", ErrInvalid, settle)
+	}
+	return settle, nil
+}
+
 // durations returns the lease and retention for a request, applying
 // defaults, and rejects negative values and leases a store cannot express
 // in whole milliseconds.

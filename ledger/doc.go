@@ -35,8 +35,11 @@
 // and a fencing token, sends, records each send with AddAttempt, renews the
 // lease during long calls (KeepLease does it in the background), and ends
 // with Complete or Fail. An owner that reserves with
-// ReserveRequest.MarksSending calls MarkSending before its first send, so
-// a grant whose lease ran out unmarked is known never to have been sent; a
+// ReserveRequest.MarksSending calls MarkSending before every send, so a
+// grant whose lease ran out unmarked is known never to have been sent, an
+// owner that lost its action sends nothing more, and each send starts its
+// settle time (Record.SettleUntil), inside which a reconciler's "not
+// found" is not trusted (Decision.Settling); a
 // Reserve sent again after a lost reply finds its own grant by its Nonce.
 // Only the current token can change the record: after an owner's lease ran out and another
 // took the action over, the first owner's Complete fails with ErrNotOwner

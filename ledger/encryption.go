@@ -38,7 +38,7 @@ type EncryptionKeys [][]byte
 func (k EncryptionKeys) Validate() error {
 	for i, key := range k {
 		if _, err := aes.NewCipher(key); err != nil {
-			return fmt.Errorf("%w: encryption key %d is %d bytes, want 16, 24 or 32", ErrInvalidConfig, i, len(key))
+			return fmt.Errorf("%w: EncryptionKeys[%d] is %d bytes: set it to 32 random bytes (RETRYBUDGET_ENCRYPTION_KEYS, base64), or 16 or 24", ErrInvalidConfig, i, len(key))
 		}
 	}
 	return nil

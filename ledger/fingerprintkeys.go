@@ -11,6 +11,10 @@ import (
 // MinFingerprintKeyLen is the shortest fingerprint key accepted: 16 bytes.
 const MinFingerprintKeyLen = 16
 
+// fingerprintKeyEnv is the environment variable the docs keep the
+// fingerprint key in (and the ledger CLIs read, ledgercli.FingerprintKeyEnv).
+const fingerprintKeyEnv = "RETRYBUDGET_FINGERPRINT_KEY"
+
 // sealedPrefix starts every fingerprint a store keeps; a fingerprint that
 // carries it is already sealed (a Record's, handed back by Reconcile).
 const sealedPrefix = "hmac-sha256:"
@@ -48,11 +52,14 @@ type FingerprintKeys [][]byte
 // ErrNoFingerprintKey or ErrInvalidConfig.
 func (k FingerprintKeys) Validate() error {
 	if len(k) == 0 {
-		return ErrNoFingerprintKey
+		return fmt.Errorf("%w: set Config.FingerprintKeys to 32 random bytes (%s, base64), the same on every process", ErrNoFingerprintKey, fingerprintKeyEnv)
 	}
 	for i, key := range k {
-		if len(key) < MinFingerprintKeyLen {
-			return fmt.Errorf("%w: fingerprint key %d is %d bytes, want at least %d", ErrInvalidConfig, i, len(key), MinFingerprintKeyLen)
+		switch {
+		case len(key) == 0:
+			return fmt.Errorf("%w: FingerprintKeys[%d] is empty: set it to 32 random bytes (%s, base64)", ErrInvalidConfig, i, fingerprintKeyEnv)
+		case len(key) < MinFingerprintKeyLen:
+			return fmt.Errorf("%w: FingerprintKeys[%d] is %d bytes: set it to 32 random bytes (%s, base64), at least %d", ErrInvalidConfig, i, len(key), fingerprintKeyEnv, MinFingerprintKeyLen)
 		}
 	}
 	return nil

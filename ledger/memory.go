@@ -58,11 +58,13 @@ type memoryEntry struct {
 	rec   Record
 	token int64
 	size  int64 // what the quota counts for rec
-	// nonce, granted and promised describe the current grant: the
-	// request's Nonce, the Verdict it got, and its MarksSending.
+	// nonce, granted, promised and settle describe the current grant:
+	// the request's Nonce, the Verdict it got, its MarksSending and its
+	// settle time (ReserveRequest.Settle, defaulted).
 	nonce    string
 	granted  Verdict
 	promised bool
+	settle   time.Duration
 }
 
 // NewMemory returns an empty Memory store.
@@ -90,6 +92,10 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		return Reservation{}, err
 	}
 	lease, retention, err := m.cfg.durations(req.Lease, req.Retention)
+	if err != nil {
+		return Reservation{}, err
+	}
+	settle, err := SettleTime(req.Settle, lease)
 	if err != nil {
 		return Reservation{}, err
 	}
@@ -123,6 +129,7 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		in.Granted = e.granted
 		in.Unsent = e.promised && !e.rec.Sending
 		in.Reclaim = req.reclaims(&e.rec)
+		in.Settling = now.Before(e.rec.SettleUntil)
 	}
 	if expired {
 		in.State = StateExpired
@@ -131,6 +138,9 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 	res.Expired = expired && res.Verdict == VerdictCreated
 	if in.Regrant && e.rec.State == StateInProgress && res.Verdict == e.granted {
 		res.Token, res.Record = e.token, e.rec.clone()
+		if res.Settling {
+			res.RetryAfter = e.rec.SettleUntil.Sub(now)
+		}
 		return res, nil
 	}
 
@@ -151,7 +161,7 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		m.quota.add(req.Key.Tenant, 1, 0)
 	}
 	if res.Verdict.Owns() {
-		e.nonce, e.granted, e.promised = req.Nonce, res.Verdict, req.MarksSending
+		e.nonce, e.granted, e.promised, e.settle = req.Nonce, res.Verdict, req.MarksSending, settle
 		e.token++
 		e.rec.State = StateInProgress
 		e.rec.Owner, e.rec.Instance = req.Owner, req.Instance
@@ -166,8 +176,11 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		res.Token = e.token
 		m.track(e)
 	}
-	if res.Verdict == VerdictPending {
+	switch {
+	case res.Verdict == VerdictPending:
 		res.RetryAfter = e.rec.LeaseUntil.Sub(now)
+	case res.Settling:
+		res.RetryAfter = e.rec.SettleUntil.Sub(now)
 	}
 	if e != nil {
 		res.Record = e.rec.clone()
@@ -211,6 +224,7 @@ func (m *Memory) AddAttempt(ctx context.Context, k Key, token int64, class strin
 		return Attempt{}, err
 	}
 	e.rec.Attempts = appendAttempt(e.rec.Attempts, m.cfg.HistoryCap(), Attempt{At: now, Class: class, Owner: e.rec.Owner, Token: token})
+	e.rec.SettleUntil = now.Add(e.settle)
 	m.track(e)
 	return e.rec.Attempts[len(e.rec.Attempts)-1], nil
 }
@@ -249,7 +263,11 @@ func (m *Memory) Fail(ctx context.Context, k Key, token int64, f Failure) error 
 
 // MarkSending implements Store.
 func (m *Memory) MarkSending(ctx context.Context, k Key, token int64) error {
-	return m.change(ctx, k, token, func(e *memoryEntry) { e.rec.Sending = true })
+	now := m.now()
+	return m.change(ctx, k, token, func(e *memoryEntry) {
+		e.rec.Sending = true
+		e.rec.SettleUntil = now.Add(e.settle)
+	})
 }
 
 // change applies fn to k's entry under the lock if token is current.

@@ -14,14 +14,18 @@ import (
 // nothing. The store decides as for an expired lease (Input.Reclaim), takes
 // the action over with a new fencing token, and what follows is Resolve's:
 // run what was never marked as sending, reconcile or re-send (keys
-// honoured) what may have been sent, else leave it uncertain.
+// honoured) what may have been sent, else leave it uncertain. A
+// reconciler's "not found" inside the settle time of the last send
+// (Decision.Settling) is not trusted: the destination may still apply the
+// dead run's request.
 //
 // This needs owner names unique among live processes. Two live processes
 // sharing one take each other's live actions over; fencing still keeps
-// each action to one sender (the loser's mark, attempt or completion is
-// refused with ErrNotOwner, and an action it had marked as sending is
-// decided as maybe sent, never blindly sent again), and the loser learns of
-// the misconfiguration through CheckOwnerShared.
+// each action to one sender (the loser's mark, which an owner writes
+// before every send, attempt or completion is refused with ErrNotOwner,
+// and an action it had marked as sending is decided as maybe sent, never
+// blindly sent again), and the loser learns of the misconfiguration
+// through CheckOwnerShared.
 
 // reclaims reports whether req, reserving an action whose record r is in
 // progress, comes from another run of the owner r's grant was made to: the

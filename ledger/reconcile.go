@@ -45,6 +45,19 @@ func Settle(ctx context.Context, s Store, k Key, token int64, res Resolution) er
 	return fmt.Errorf("%w: a reconciler cannot settle an action as %s", ErrInvalid, res.State)
 }
 
+// Trust returns what may be acted on of res, a reconciler's finding on
+// the action r granted to reconcile: res itself, except that "never
+// performed" (StateFailed) inside the settle time (Decision.Settling)
+// becomes StateUncertain, since the destination may still apply a request
+// it has not reported yet. The record then stays for the next request
+// after r.RetryAfter, which asks again.
+func (r Reservation) Trust(res Resolution) Resolution {
+	if r.Settling && res.State == StateFailed {
+		return Resolution{State: StateUncertain, Reason: "not found inside the settle time of its last send: the destination may still apply it"}
+	}
+	return res
+}
+
 // Reconciled reports what Reconcile did with one record.
 type Reconciled struct {
 	// Key is the action.
@@ -79,7 +92,9 @@ func (r Reconciled) Result() string {
 // Reconcile runs fn over records, such as those Sweep returned. For each
 // it takes the action over with Reserve (as owner, with a reconciler, so
 // the stored fingerprint and identity are kept), asks fn, and settles the
-// record with Settle. A takeover that finds the action never sent
+// record with Settle, what fn found passed through Reservation.Trust: a
+// "never performed" inside the settle time of the last send stays
+// uncertain, for a later sweep. A takeover that finds the action never sent
 // (VerdictRetry, VerdictCreated) asks nothing and records it failed (no
 // effect), so its next request sends it. A reconciler error records the action as uncertain,
 // so the next sweep lists it at once instead of after a lease. Reconcile
@@ -133,6 +148,7 @@ func reconcileOne(ctx context.Context, s Store, fn Reconciler, rec Record, owner
 		err = fmt.Errorf("%w: reconciler returned state %s", ErrInvalid, found.State)
 		found = Resolution{State: StateUncertain, Reason: "reconciler returned an invalid state"}
 	}
+	found = res.Trust(found)
 	if serr := Settle(ctx, s, rec.Key, res.Token, found); serr != nil {
 		r.Err = errors.Join(err, serr)
 		return r

@@ -28,6 +28,13 @@ type Record struct {
 	// Sending reports that an owner marked the action as sending
 	// (Store.MarkSending): a request may have left.
 	Sending bool
+	// SettleUntil is when the settle time of the action's last send ends,
+	// by the store's clock: the latest MarkSending or AddAttempt plus the
+	// settle time of the grant it was made under (ReserveRequest.Settle).
+	// Until then the destination may still apply a request sent, so a
+	// reconciler's "not found" is not trusted (Decision.Settling). Zero
+	// when nothing was marked or attempted.
+	SettleUntil time.Time
 	// Outcome is the stored response, set once State is StateCompleted.
 	Outcome *Outcome
 	// Reason is the reason given with Fail, for operators.

@@ -184,6 +184,10 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	if err != nil {
 		return Reservation{}, err
 	}
+	settle, err := SettleTime(req.Settle, lease)
+	if err != nil {
+		return Reservation{}, err
+	}
 	// The Redis client re-sends a script whose reply timed out, and the
 	// first run may have happened: the nonce lets the re-sent run find
 	// the grant the first one made.
@@ -200,7 +204,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		r.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 		flag(req.Limited), flag(req.Reconciler), flag(req.KeysHonoured),
 		req.Key.Tenant, req.Key.Operation, req.Key.Key, newToken(), r.cfg.HistoryCap(),
-		nonce, flag(req.MarksSending), req.Instance,
+		nonce, flag(req.MarksSending), req.Instance, settle.Milliseconds(),
 	}
 	for _, c := range r.cfg.FingerprintKeys.Candidates(req.Fingerprint) {
 		args = append(args, c)
@@ -220,7 +224,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	if err != nil {
 		return Reservation{}, fmt.Errorf("ledger: redis reserve: %w", err)
 	}
-	const head = 8
+	const head = 9
 	if len(reply) < head || (len(reply)-head)%2 != 0 {
 		return Reservation{}, fmt.Errorf("%w: reserve reply of %d elements", ErrCorrupt, len(reply))
 	}
@@ -241,6 +245,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		Regrant:      reply[5] == "1",
 		Unsent:       reply[6] == "1",
 		Reclaim:      reply[7] == "1",
+		Settling:     reply[8] == "1",
 	}
 	if in.Regrant {
 		in.Granted, _ = ParseVerdict(fields["gv"])
@@ -266,8 +271,11 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	if res.Record, err = decodeRecord(fields, r.cfg.EncryptionKeys); err != nil {
 		return Reservation{}, err
 	}
-	if res.Verdict == VerdictPending {
+	switch {
+	case res.Verdict == VerdictPending:
 		res.RetryAfter = res.Record.LeaseUntil.Sub(time.UnixMilli(now))
+	case res.Settling:
+		res.RetryAfter = res.Record.SettleUntil.Sub(time.UnixMilli(now))
 	}
 	return res, nil
 }

@@ -21,6 +21,9 @@ import (
 //	nc gv mk  the current grant's nonce, verdict, and "1" when its owner
 //	          promised to mark the action before sending
 //	sn        "1" once an owner marked the action as sending
+//	sd su     the current grant's settle time (ms), and when the last
+//	          send's settle time ends (Unix ms), set by MarkSending and
+//	          AddAttempt
 //	na        number of attempts; a1..aN hold them as JSON, the oldest
 //	          dropped past Config.MaxAttempts
 //	os oh     outcome status and headers (JSON)
@@ -65,6 +68,11 @@ func decodeRecord(f map[string]string, keys EncryptionKeys) (Record, error) {
 	}
 	if r.LeaseUntil, err = unixMilli(f["lu"]); err != nil {
 		return bad("lu")
+	}
+	if su, ok := f["su"]; ok {
+		if r.SettleUntil, err = unixMilli(su); err != nil {
+			return bad("su")
+		}
 	}
 	n, err := strconv.Atoi(f["na"])
 	if err != nil || n < 0 {

@@ -42,6 +42,13 @@ type Input struct {
 	// lease counts as expired and the action is decided as for a dead
 	// owner. Only StateInProgress looks at it, and a Regrant comes first.
 	Reclaim bool
+	// Settling reports that the action's last send is within its settle
+	// time (Record.SettleUntil is after now): the destination may still be
+	// processing it and apply it later, even if the sender is gone. It
+	// matters only where a reconciler would be asked about an action that
+	// may have been sent and keys are not honoured: a "never performed"
+	// answer then cannot be trusted yet (Decision.Settling).
+	Settling bool
 }
 
 // Decision is Resolve's answer.
@@ -54,7 +61,20 @@ type Decision struct {
 	// Path is the decision path in words, one step per element, so an
 	// engineer can see why work was replayed, held or rejected.
 	Path []string
+	// Settling reports, with VerdictReconcile, that the action's last
+	// send is within its settle time and the destination does not honour
+	// keys: the reconciler is asked, and a StateCompleted answer settles
+	// the action at once, but a StateFailed ("not found") answer must not
+	// send it again, since the destination may still apply the first
+	// request. The owner records such an answer as uncertain and the
+	// caller comes back after Reservation.RetryAfter, when the settle
+	// time has passed.
+	Settling bool
 }
+
+// settlingStep is the step of a reconcile decision made inside the settle
+// time (Decision.Settling).
+const settlingStep = "the last send is within its settle time and keys are not honoured: the destination may still apply it, so only a found effect settles it now; \"not found\" leaves it uncertain until the settle time has passed"
 
 // Resolve decides what to do with a request for an action in a given
 // stored state. It is the ledger's whole decision matrix, as a pure
@@ -71,6 +91,9 @@ type Decision struct {
 //	in progress, lease gone,  reconcile if a reconciler is set,    conflict
 //	or uncertain              else resend if keys are honoured,
 //	                          else uncertain (operator)
+//	the same, inside the      reconcile, but "not found" does not   conflict
+//	settle time, keys not     send: it stays uncertain until the
+//	honoured                  settle time has passed
 //
 // A lease alive but granted to an earlier instance of the requesting
 // owner (Reclaim: the owner restarted) counts as gone.
@@ -132,6 +155,10 @@ func Resolve(in Input) Decision {
 		step("the current grant was made to this very request (same nonce): the reply to it was lost and the request sent again")
 		step("return the grant as it was made, " + in.Granted.String())
 		d.Verdict, d.Send = in.Granted, in.Granted == VerdictCreated || in.Granted == VerdictRetry || in.Granted == VerdictResend
+		if d.Verdict == VerdictReconcile && in.Settling && !in.KeysHonoured {
+			step(settlingStep)
+			d.Settling = true
+		}
 		return d
 	case in.State == StateInProgress && !in.LeaseExpired:
 		step("the owner's lease is alive: another worker is sending")
@@ -150,6 +177,10 @@ func Resolve(in Input) Decision {
 	switch {
 	case in.Reconciler:
 		step("a reconciler is configured: take over and ask it what the destination did")
+		if in.Settling && !in.KeysHonoured {
+			step(settlingStep)
+			d.Settling = true
+		}
 		d.Verdict = VerdictReconcile
 		return d
 	case in.KeysHonoured:

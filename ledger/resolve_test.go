@@ -167,3 +167,22 @@ func TestVerdictOwns(t *testing.T) {
 		t.Errorf("unknown verdict prints %q", s)
 	}
 }
+
+// TestResolveSettlingOnlyMarksAReconcileWithoutKeys pins the settle time's
+// rule: Settling never changes a verdict, and it marks exactly the
+// reconcile decisions of a destination that does not honour keys, where a
+// reconciler's "not found" would send the action again unkeyed.
+func TestResolveSettlingOnlyMarksAReconcileWithoutKeys(t *testing.T) {
+	for _, in := range everyInput() {
+		plain := Resolve(in)
+		in.Settling = true
+		settling := Resolve(in)
+		want := plain.Verdict == VerdictReconcile && !in.KeysHonoured
+		if settling.Verdict != plain.Verdict || settling.Send != plain.Send {
+			t.Errorf("%+v: settling changed %s to %s", in, plain.Verdict, settling.Verdict)
+		}
+		if settling.Settling != want || plain.Settling {
+			t.Errorf("%+v: Settling %t (and %t without it), want %t", in, settling.Settling, plain.Settling, want)
+		}
+	}
+}

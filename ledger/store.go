@@ -25,7 +25,9 @@ type Store interface {
 	// the store's Config.Lease.
 	Renew(ctx context.Context, k Key, token int64, lease time.Duration) error
 	// AddAttempt appends a send to the action's history, with class
-	// describing how it went, and returns the entry as stored.
+	// describing how it went, and returns the entry as stored. It starts
+	// the settle time again from now (Record.SettleUntil), since the send
+	// it records may still be applied.
 	AddAttempt(ctx context.Context, k Key, token int64, class string) (Attempt, error)
 	// Complete stores the destination's response and moves the action to
 	// StateCompleted. The store filters headers and caps the body as
@@ -35,11 +37,13 @@ type Store interface {
 	// effect was possible, StateUncertain otherwise.
 	Fail(ctx context.Context, k Key, token int64, f Failure) error
 	// MarkSending records that the owner is about to send (or run) the
-	// action for the first time. An owner that reserved with
-	// ReserveRequest.MarksSending calls it before its first send and does
-	// not send when it fails. The mark stays for the record's life: once
-	// any owner marked it, an expired lease means the destination may
-	// have acted.
+	// action, fenced by its token, and starts the send's settle time
+	// (Record.SettleUntil). An owner that reserved with
+	// ReserveRequest.MarksSending calls it before every send and does not
+	// send when it fails: a token that stopped being current (another
+	// owner took the action over) stops the next send, not only the
+	// first. The mark stays for the record's life: once any owner marked
+	// it, an expired lease means the destination may have acted.
 	MarkSending(ctx context.Context, k Key, token int64) error
 	// Get returns the action's record, or ErrNotFound.
 	Get(ctx context.Context, k Key) (Record, error)
@@ -80,6 +84,13 @@ type ReserveRequest struct {
 	// Lease is how long the caller holds the action if it wins. Zero means
 	// Config.Lease.
 	Lease time.Duration
+	// Settle is the settle time of the caller's sends if it wins: how long
+	// after a send (its MarkSending or AddAttempt) the destination may
+	// still apply it, at least the destination's processing time. Until
+	// it has passed, a reconciler's "not found" does not let the action
+	// be sent again where keys are not honoured (Decision.Settling). Zero
+	// means the grant's lease; there is no "forever".
+	Settle time.Duration
 	// Retention is how long a newly created record lives. Zero means
 	// Config.Retention. It is ignored for existing records.
 	Retention time.Duration
@@ -95,9 +106,9 @@ type ReserveRequest struct {
 	// client makes within the call.
 	Nonce string
 	// MarksSending promises that the caller, if granted the action, calls
-	// MarkSending before its first send. A grant made with the promise
-	// whose lease ran out while no owner had marked the action is provably
-	// unsent, and the next Reserve takes it over to send (VerdictRetry)
+	// MarkSending before every send, the first included. A grant made
+	// with the promise whose lease ran out while no owner had marked the
+	// action is provably unsent, and the next Reserve takes it over to send (VerdictRetry)
 	// instead of treating it as possibly applied.
 	MarksSending bool
 }
@@ -115,7 +126,8 @@ type Reservation struct {
 	// Verdict.Owns is false.
 	Token int64
 	// RetryAfter is, for VerdictPending, how long the current owner's lease
-	// still runs. Zero otherwise.
+	// still runs; for VerdictReconcile with Decision.Settling, how long the
+	// settle time still runs. Zero otherwise.
 	RetryAfter time.Duration
 	// Expired reports that the action had a record that outlived its
 	// retention (Record.ExpiresAt) and that this Reserve replaced it with

@@ -44,11 +44,11 @@ type keyspace struct {
 // one shorter than keyedhash.MinKeyLen.
 func newKeyspace(prefix string, boundaryKey []byte) (keyspace, error) {
 	if len(boundaryKey) == 0 {
-		return keyspace{}, ErrNoBoundaryKey
+		return keyspace{}, fmt.Errorf("%w: set RedisConfig.BoundaryKey to 32 random bytes (RETRYBUDGET_BOUNDARY_KEY, base64), the same on every process", ErrNoBoundaryKey)
 	}
 	h, err := keyedhash.New(boundaryKey)
 	if err != nil {
-		return keyspace{}, fmt.Errorf("%w: BoundaryKey: %w", ErrInvalidConfig, err)
+		return keyspace{}, fmt.Errorf("%w: BoundaryKey is %d bytes: set it to 32 random bytes (RETRYBUDGET_BOUNDARY_KEY, base64), at least 16: %w", ErrInvalidConfig, len(boundaryKey), err)
 	}
 	return keyspace{prefix: prefix, keyed: h}, nil
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/retrybudget/retrybudget/internal/redistest"
+	"github.com/retrybudget/retrybudget/internal/testenv"
 )
 
 // strictProvider answers 429 to a request that finds limit requests
@@ -55,8 +55,8 @@ func (p *strictProvider) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // mechanism is TestLimitSpreadKeepsStrictWindow): run it with
 // RETRYBUDGET_FIGURES=1 go test -run TestStrictWindowFigures -v ./limiter/
 func TestStrictWindowFigures(t *testing.T) {
-	if os.Getenv("RETRYBUDGET_FIGURES") == "" {
-		t.Skip("figures only: RETRYBUDGET_FIGURES=1")
+	if !testenv.Figures() {
+		t.Skip("figures only: " + testenv.FiguresEnv + "=1")
 	}
 	const rate, run = 25, 8 * time.Second
 	rdb := redistest.Client(t)

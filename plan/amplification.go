@@ -15,6 +15,8 @@ package plan
 // second, never at their sum. Window plays no part in the steady state; it
 // sets how much unspent allowance, up to Percent × rate × Window retries,
 // can go out at once when an outage begins.
+//
+//snippet:text
 func Amplification(p Policy, sendable int) float64 {
 	p = p.WithDefaults()
 	if p.NoBudget {

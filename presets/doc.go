@@ -18,6 +18,11 @@
 // long the provider keeps it), the preset also comes as one Route per API:
 // PayPalRoutes, TwilioRoutes. Pass them all to the Transport.
 //
+// No preset sets Config.SettleTime, how long after a send the provider may
+// still apply it: none of these providers documents its processing time,
+// so each keeps the default, the ledger lease. Set it on the copy where a
+// provider's documentation gives a bound.
+//
 // A preset sets Config.Boundary to the provider's metering unit (usually
 // the credential; the account, project or installation where the request
 // names it, or through a helper such as GitHubBoundary), but no Limiter: the pauses a preset asks for (from
@@ -29,4 +34,6 @@
 // figure; everything else cites the provider's page. ByName and Names give
 // the presets to tools such as a planner CLI (--preset stripe). The
 // package README (presets/README.md) tabulates them.
+//
+//snippet:needs app
 package presets

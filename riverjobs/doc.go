@@ -33,4 +33,6 @@
 //		RetryPolicy: mw.RetryPolicy(nil),
 //		Workers:     workers, // whose Work calls the provider with client and the job's ctx
 //	})
+//
+//snippet:needs app, river
 package riverjobs

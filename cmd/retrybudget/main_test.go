@@ -79,6 +79,19 @@ path:
 `,
 		},
 		{
+			name: "inside the settle time a reconciler's not-found is not trusted",
+			args: []string{"resolve", "--state", "uncertain", "--reconciler", "--settling"},
+			stdout: `verdict: reconcile
+send:    false
+path:
+  1. stored state is uncertain
+  2. request fingerprint matches the stored one
+  3. the outcome was recorded as uncertain: the destination may have acted
+  4. a reconciler is configured: take over and ask it what the destination did
+  5. the last send is within its settle time and keys are not honoured: the destination may still apply it, so only a found effect settles it now; "not found" leaves it uncertain until the settle time has passed
+`,
+		},
+		{
 			name: "expired runs as a new action",
 			args: []string{"resolve", "--state", "expired", "--fingerprint", "A", "--stored", "B"},
 			stdout: `verdict: created

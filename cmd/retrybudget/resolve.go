@@ -25,6 +25,7 @@ func resolve(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&in.Limited, "limited", false, "the destination is rate limited")
 	fs.BoolVar(&in.Reconciler, "reconciler", false, "a reconciler is configured")
 	fs.BoolVar(&in.KeysHonoured, "keys-honoured", false, "the destination honours idempotency keys")
+	fs.BoolVar(&in.Settling, "settling", false, "the last send is within its settle time")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: retrybudget resolve [flags]")
 		fmt.Fprintln(stderr, "\nPrints the ledger's decision for a request against a stored action.")

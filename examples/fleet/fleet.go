@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -38,11 +39,9 @@ const (
 	reportTimeout = 30 * time.Second
 )
 
-// The per-deployment secrets the quickstart reads from the environment.
-const (
-	fingerprintKeyEnv = "RETRYBUDGET_FINGERPRINT_KEY"
-	boundaryKeyEnv    = "RETRYBUDGET_BOUNDARY_KEY"
-)
+// secretEnv holds the per-deployment secret the quickstart reads from the
+// environment, base64.
+const secretEnv = "RETRYBUDGET_SECRET"
 
 // run starts the provider (and a private Redis when opts.redis is empty),
 // runs the worker processes for opts.duration and returns what the
@@ -77,8 +76,7 @@ func run(ctx context.Context, opts options) (*summary, error) {
 
 	fmt.Fprintf(logw, "fleet: Redis %s; provider %s meters one API key at %d req/s\n", redisDesc, p.url, opts.rate)
 	if generated {
-		fmt.Fprintf(logw, "fleet: secrets generated for this run; set %s and %s (16+ random bytes each) to use your own\n",
-			fingerprintKeyEnv, boundaryKeyEnv)
+		fmt.Fprintf(logw, "fleet: a secret generated for this run; set %s (32 random bytes, base64) to use your own\n", secretEnv)
 	}
 
 	cfg := workerConfig{Provider: p.url, Rate: opts.rate, Run: randomHex(3), Loops: map[string]int{}, FirstCome: opts.firstCome}
@@ -101,18 +99,17 @@ func run(ctx context.Context, opts options) (*summary, error) {
 	return s, nil
 }
 
-// secrets returns the environment that carries the two per-deployment
-// secrets to the workers: the parent's own when set, else random ones, and
-// whether they were generated.
+// secrets returns the environment that carries the per-deployment secret
+// to the workers: the parent's own when set, else a random one, and
+// whether it was generated.
 func secrets() (env []string, generated bool) {
 	env = os.Environ()
-	for _, name := range []string{fingerprintKeyEnv, boundaryKeyEnv} {
-		if os.Getenv(name) == "" {
-			env = append(env, name+"="+randomHex(32))
-			generated = true
-		}
+	if os.Getenv(secretEnv) != "" {
+		return env, false
 	}
-	return env, generated
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return append(env, secretEnv+"="+base64.StdEncoding.EncodeToString(b)), true
 }
 
 // randomHex returns n random bytes in hex.

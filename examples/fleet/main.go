@@ -13,11 +13,11 @@
 //
 // The workers are this program started again (os.Executable) with the
 // worker's configuration in the environment. Each builds its Transport as
-// the quickstart does, with the two per-deployment secrets from
-// RETRYBUDGET_FINGERPRINT_KEY and RETRYBUDGET_BOUNDARY_KEY (generated for
-// the run when unset), and reads each call with retrybudget.Next. Every
-// process runs both tenants: acme with a large backlog (16 loops per
-// process), zeta with a small one (1 loop per process). Every fourth order
+// the quickstart does, with retrybudget.NewFleet and the per-deployment
+// secret from RETRYBUDGET_SECRET (generated for the run when unset), and
+// reads each call with retrybudget.Next. Every process runs both tenants:
+// acme with a large backlog (16 loops per process), zeta with a small one
+// (1 loop per process). Every fourth order
 // is delivered a second time, to any worker of its tenant, as a job queue
 // re-delivers a job; the ledger answers it with the stored response.
 //

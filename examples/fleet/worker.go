@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retrybudget/retrybudget"
-	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/limiter"
 )
 
@@ -109,34 +109,25 @@ func work(cfg workerConfig, in io.Reader, out io.Writer, logger *log.Logger) (re
 	opt.ContextTimeoutEnabled = true
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
-	// One record per action across the fleet: a charge is sent once.
-	store, err := ledger.NewRedis(rdb, ledger.RedisConfig{Config: ledger.Config{
-		FingerprintKeys: ledger.FingerprintKeys{[]byte(os.Getenv("RETRYBUDGET_FINGERPRINT_KEY"))},
-	}})
+	secret, err := base64.StdEncoding.DecodeString(os.Getenv("RETRYBUDGET_SECRET"))
+	if err != nil {
+		return nil, fmt.Errorf("RETRYBUDGET_SECRET: %w", err)
+	}
+	// One record per action across the fleet (a charge is sent once), the
+	// provider's limit shared with tenants taking turns when it is
+	// saturated, and the retry budget: every key derived from the secret.
+	fleet, err := retrybudget.NewFleet(retrybudget.FleetConfig{
+		Redis:     rdb,
+		Secrets:   [][]byte{secret},
+		Owner:     os.Getenv("POD_NAME"),
+		Limits:    []limiter.Limit{limiter.PerSecond(cfg.Rate)},
+		FirstCome: cfg.FirstCome, // -fair=false, for comparison
+		Transport: retrybudget.Config{KeysHonoured: true, MaxWait: 10 * time.Second},
+	})
 	if err != nil {
 		return nil, err
 	}
-	// The provider's limit, shared by the fleet; tenants take turns when
-	// it is saturated.
-	lc := limiter.RedisConfig{
-		Limits:      []limiter.Limit{limiter.PerSecond(cfg.Rate)},
-		BoundaryKey: []byte(os.Getenv("RETRYBUDGET_BOUNDARY_KEY")),
-		Queue:       &limiter.FairQueue{},
-	}
-	if cfg.FirstCome {
-		lc.Queue = nil // -fair=false, for comparison: first come, first served
-	}
-	lim, err := limiter.NewRedis(rdb, lc)
-	if err != nil {
-		return nil, err
-	}
-	client := &http.Client{Transport: retrybudget.New(retrybudget.Config{
-		Ledger:       retrybudget.LedgerConfig{Store: store},
-		Limiter:      lim,
-		Boundary:     limiter.ByCredential(), // the limit is per API key, whatever the host
-		KeysHonoured: true,                   // the provider honours Idempotency-Key
-		MaxWait:      10 * time.Second,       // longer waits end the call with a RetryAt
-	})}
+	client := &http.Client{Transport: fleet.Transport}
 	defer client.CloseIdleConnections()
 
 	ctx := context.Background()
@@ -145,7 +136,7 @@ func work(cfg workerConfig, in io.Reader, out io.Writer, logger *log.Logger) (re
 	}
 	// The limiter's scripts loaded before the first job: its first
 	// decision then takes one round trip.
-	if err := lim.Prepare(ctx); err != nil {
+	if err := fleet.Prepare(ctx); err != nil {
 		return nil, err
 	}
 	fmt.Fprintln(out, readyLine)

@@ -9,6 +9,8 @@
 //
 //	tr := retrybudget.New(retrybudget.Config{Routes: []retrybudget.Route{presets.GitHub()}})
 //	c, err := rbgithub.NewClient(token, "https://api.github.com/", tr)
+//
+//snippet:needs sdk
 package github
 
 import (

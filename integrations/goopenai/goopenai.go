@@ -5,6 +5,8 @@
 //
 //	tr := retrybudget.New(retrybudget.Config{Routes: []retrybudget.Route{presets.OpenAI()}})
 //	c := goopenai.NewClient(key, "https://api.openai.com/v1", tr)
+//
+//snippet:needs stripe, sdk
 package goopenai
 
 import (

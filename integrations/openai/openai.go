@@ -8,6 +8,8 @@
 //
 //	tr := retrybudget.New(retrybudget.Config{Routes: []retrybudget.Route{presets.OpenAI()}})
 //	c := rbopenai.NewClient(key, "https://api.openai.com/v1/", tr)
+//
+//snippet:needs stripe, sdk
 package openai
 
 import (

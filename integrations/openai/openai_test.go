@@ -38,6 +38,7 @@ func call(ctx context.Context, url string, rt http.RoundTripper, defaults bool) 
 }
 
 func TestCaptureOutcomeWaitTooLong(t *testing.T) { sdktest.CaptureOutcomeWaitTooLong(t, sdk) }
+func TestCapturedNext(t *testing.T)              { sdktest.CapturedNext(t, sdk) }
 func TestNoKeyHeaderWhereNoneIsDocumented(t *testing.T) {
 	sdktest.NoKeyHeaderWhereNoneIsDocumented(t, sdk)
 }

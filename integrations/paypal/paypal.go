@@ -4,10 +4,13 @@
 // its own, so a program that uses it compiles plutov/paypal and no other
 // SDK. Beside plutov/paypal, import it under a name of your own:
 //
+//	import "github.com/plutov/paypal/v4"
 //	import rbpaypal "github.com/retrybudget/retrybudget/integrations/paypal"
 //
 //	tr := retrybudget.New(retrybudget.Config{Routes: []retrybudget.Route{presets.PayPal()}})
 //	c, err := rbpaypal.NewClient(clientID, secret, paypal.APIBaseLive, tr)
+//
+//snippet:needs sdk
 package paypal
 
 import (

@@ -62,6 +62,7 @@ func newOrderer(url string, rt http.RoundTripper) (func(context.Context) error, 
 }
 
 func TestCaptureOutcomeWaitTooLong(t *testing.T)  { sdktest.CaptureOutcomeWaitTooLong(t, sdk) }
+func TestCapturedNext(t *testing.T)               { sdktest.CapturedNext(t, sdk) }
 func TestJobRunTwiceOneEffect(t *testing.T)       { sdktest.JobRunTwiceOneEffect(t, sdk) }
 func TestActionKeyWinsWithoutLedger(t *testing.T) { sdktest.ActionKeyWinsWithoutLedger(t, sdk) }
 func TestOutageOneCallArrivals(t *testing.T)      { sdktest.OutageOneCallArrivals(t, sdk) }

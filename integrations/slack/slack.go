@@ -7,6 +7,8 @@
 //
 //	tr := retrybudget.New(retrybudget.Config{Routes: []retrybudget.Route{presets.Slack()}})
 //	c := rbslack.NewClient(token, "https://slack.com/api/", tr)
+//
+//snippet:needs sdk
 package slack
 
 import (

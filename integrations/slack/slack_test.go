@@ -30,6 +30,7 @@ func callAs(token string) func(context.Context, string, http.RoundTripper, bool)
 }
 
 func TestCaptureOutcomeWaitTooLong(t *testing.T) { sdktest.CaptureOutcomeWaitTooLong(t, sdk) }
+func TestCapturedNext(t *testing.T)              { sdktest.CapturedNext(t, sdk) }
 func TestNoKeyHeaderWhereNoneIsDocumented(t *testing.T) {
 	sdktest.NoKeyHeaderWhereNoneIsDocumented(t, sdk)
 }

@@ -4,10 +4,13 @@
 // own, so a program that uses it compiles stripe-go and no other SDK.
 // Beside stripe-go, import it under a name of your own:
 //
+//	import stripe "github.com/stripe/stripe-go/v85"
 //	import rbstripe "github.com/retrybudget/retrybudget/integrations/stripe"
 //
 //	tr := retrybudget.New(retrybudget.Config{Routes: []retrybudget.Route{presets.Stripe()}})
 //	sc := rbstripe.NewClient(key, stripe.APIURL, tr)
+//
+//snippet:needs stripe, sdk
 package stripe
 
 import (

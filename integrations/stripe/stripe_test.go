@@ -37,6 +37,7 @@ func call(ctx context.Context, url string, rt http.RoundTripper, defaults bool) 
 }
 
 func TestCaptureOutcomeWaitTooLong(t *testing.T)  { sdktest.CaptureOutcomeWaitTooLong(t, sdk) }
+func TestCapturedNext(t *testing.T)               { sdktest.CapturedNext(t, sdk) }
 func TestJobRunTwiceOneEffect(t *testing.T)       { sdktest.JobRunTwiceOneEffect(t, sdk) }
 func TestActionKeyWinsWithoutLedger(t *testing.T) { sdktest.ActionKeyWinsWithoutLedger(t, sdk) }
 func TestOutageOneCallArrivals(t *testing.T)      { sdktest.OutageOneCallArrivals(t, sdk) }

@@ -5,6 +5,8 @@
 // twilio-go, import it under a name of your own:
 //
 //	import rbtwilio "github.com/retrybudget/retrybudget/integrations/twilio"
+//
+//snippet:needs app, twilio, sdk
 package twilio
 
 import (
@@ -33,6 +35,8 @@ import (
 // (api.twilio.com and the product hosts), for tests; empty means Twilio's
 // own. twilio-go's default 10s client timeout is replaced by ctx's
 // deadline.
+//
+//snippet:needs app, twilio, sdk
 func NewClient(ctx context.Context, accountSid, authToken, baseURL string, rt http.RoundTripper) (*twilio.RestClient, error) {
 	c := &client.Client{
 		Credentials: client.NewCredentials(accountSid, authToken),

@@ -31,6 +31,7 @@ func call(ctx context.Context, url string, rt http.RoundTripper, _ bool) error {
 }
 
 func TestCaptureOutcomeWaitTooLong(t *testing.T) { sdktest.CaptureOutcomeWaitTooLong(t, sdk) }
+func TestCapturedNext(t *testing.T)              { sdktest.CapturedNext(t, sdk) }
 func TestNoKeyHeaderWhereNoneIsDocumented(t *testing.T) {
 	sdktest.NoKeyHeaderWhereNoneIsDocumented(t, sdk)
 }

@@ -15,6 +15,15 @@
 // Go files of package main behind the build tag "snippet", so the module's
 // own build ignores them; the test compiles them with their fragments.
 //
+// The Go code blocks of doc comments (the package clause's and those of
+// exported names, outside internal packages and commands) compile the same
+// way: a block that parses as Go is Go, its import lines are its imports,
+// its home package is importable under its name, and the names it
+// declares count as used, as a block shows how to build something and
+// stops. A directive in the comment, which godoc does not show, names its
+// companions (//snippet:needs app, sdk) or says its blocks are not Go
+// though they parse (//snippet:text, for a formula).
+//
 // All blocks build in one scratch module, one package per block, with one
 // "go vet ./...", whose errors carry the Markdown file and line of the code
 // (through //line directives).

@@ -54,6 +54,12 @@ var knownImports = map[string]string{
 	"integrations": module + "/integrations",
 	"fakes":        module + "/integrations/fakes",
 	"rbstripe":     module + "/integrations/stripe",
+	"rbtwilio":     module + "/integrations/twilio",
+	"rbgithub":     module + "/integrations/github",
+	"rbopenai":     module + "/integrations/openai",
+	"rbgoopenai":   module + "/integrations/goopenai",
+	"rbslack":      module + "/integrations/slack",
+	"rbpaypal":     module + "/integrations/paypal",
 	"redis":        "github.com/redis/go-redis/v9",
 	"pgx":          "github.com/jackc/pgx/v5",
 	"pgxpool":      "github.com/jackc/pgx/v5/pgxpool",
@@ -69,6 +75,12 @@ type snippet struct {
 	line  int      // the line of the block's first code line, 1-based
 	code  string   // the block, without its fences
 	needs []string // companion names (docs/snippets/<name>.go)
+	// imports maps names the block may qualify with to import paths,
+	// beside knownImports: a godoc block's own import lines and its home
+	// package.
+	imports map[string]string
+	godoc   bool // from a doc comment, not a Markdown fence
+	decls   bool // top-level declarations, not statements
 }
 
 var needsComment = regexp.MustCompile(`^<!--\s*snippet:\s*needs\s+([a-z0-9_, ]+?)\s*-->$`)
@@ -116,8 +128,9 @@ func extract(path string) ([]snippet, error) {
 	return out, sc.Err()
 }
 
-// qualifiers returns the known package names code uses as qualifiers.
-func qualifiers(code string) []string {
+// qualifiers returns the package names of knownImports or extra that
+// code uses as qualifiers.
+func qualifiers(code string, extra map[string]string) []string {
 	fset := token.NewFileSet()
 	var s scanner.Scanner
 	s.Init(fset.AddFile("", -1, len(code)), []byte(code), nil, 0)
@@ -130,6 +143,9 @@ func qualifiers(code string) []string {
 		}
 		if tok == token.PERIOD && last != "" {
 			if _, ok := knownImports[last]; ok {
+				seen[last] = true
+			}
+			if _, ok := extra[last]; ok {
 				seen[last] = true
 			}
 		}
@@ -167,12 +183,20 @@ func (s snippet) source() string {
 	}
 	var b strings.Builder
 	b.WriteString("package main\n\n")
-	if names := qualifiers(s.code); len(names) > 0 {
+	if names := qualifiers(s.code, s.imports); len(names) > 0 {
 		b.WriteString("import (\n")
 		for _, name := range names {
-			fmt.Fprintf(&b, "\t%s %q\n", name, knownImports[name])
+			path, ok := s.imports[name]
+			if !ok {
+				path = knownImports[name]
+			}
+			fmt.Fprintf(&b, "\t%s %q\n", name, path)
 		}
 		b.WriteString(")\n\n")
+	}
+	if s.decls {
+		fmt.Fprintf(&b, "func main() {}\n\n//line %s:%d\n%s\n", s.file, s.line, s.code)
+		return b.String()
 	}
 	fmt.Fprintf(&b, "func main() {\n//line %s:%d\n%s}\n", s.file, s.line, s.code)
 	return b.String()
@@ -390,7 +414,7 @@ func TestBrokenSnippetNamesItsFileAndLine(t *testing.T) {
 // code count, those in comments and strings do not.
 func TestFragmentImportsWhatItQualifies(t *testing.T) {
 	code := "// http.Get is not called here\nctx := context.Background()\n_ = retrybudget.WithAction(ctx, retrybudget.Action{})\nfmt.Println(\"time.Now\")\nresp.Body.Close()\n"
-	got := qualifiers(code)
+	got := qualifiers(code, nil)
 	want := []string{"context", "fmt", "retrybudget"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("qualifiers = %v, want %v", got, want)

@@ -27,3 +27,14 @@ func Unavailable(t testing.TB, env, msg string) {
 	}
 	t.Skip(msg)
 }
+
+// FiguresEnv is the environment variable that turns on the figure tests:
+// the assertions of a throughput, a share or a latency that a quiet machine
+// meets and a loaded one may not. The README's test command asserts only
+// the mechanism behind each figure, with margins a loaded two-core machine
+// keeps; docs/benchmarks.md gives each figure and its command.
+const FiguresEnv = "RETRYBUDGET_FIGURES"
+
+// Figures reports whether FiguresEnv asks for the figure assertions: any
+// value strconv.ParseBool reads as true.
+func Figures() bool { return Required(FiguresEnv) }

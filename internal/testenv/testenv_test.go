@@ -30,3 +30,14 @@ func TestUnavailableSkipsUnlessRequired(t *testing.T) {
 		t.Fatal("Unavailable did not skip without the variable")
 	}
 }
+
+func TestFiguresReadsItsVariable(t *testing.T) {
+	t.Setenv(FiguresEnv, "")
+	if Figures() {
+		t.Errorf("Figures with %s unset = true, want false", FiguresEnv)
+	}
+	t.Setenv(FiguresEnv, "1")
+	if !Figures() {
+		t.Errorf("Figures with %s=1 = false, want true", FiguresEnv)
+	}
+}

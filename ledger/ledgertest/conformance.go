@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +59,9 @@ var cases = []struct {
 	{"RestartedOwnerReclaimsItsLiveLease", testRestartedOwnerReclaims},
 	{"ReclaimOfAMaybeSentActionFollowsResolve", testReclaimOfMaybeSent},
 	{"SharedOwnerNameIsReported", testSharedOwnerNameIsReported},
+	{"RestartedOwnerWaitsOutTheSettleTime", testRestartedOwnerWaitsOutTheSettleTime},
+	{"SendsRestartTheSettleTime", testSendsRestartTheSettleTime},
+	{"EverySendIsFenced", testEverySendIsFenced},
 }
 
 // Run runs the conformance suite, one subtest per case, each against a
@@ -136,6 +140,13 @@ func testDecisionsMatchResolve(t *testing.T, h Harness) {
 	own := func(t *testing.T, k ledger.Key, lease time.Duration) int64 {
 		return h.reserve(t, ledger.ReserveRequest{Key: k, Fingerprint: fpA, Owner: "setup", Lease: lease}).Token
 	}
+	sent := func(t *testing.T, k ledger.Key, lease time.Duration) int64 {
+		tok := h.reserve(t, ledger.ReserveRequest{Key: k, Fingerprint: fpA, Owner: "setup", Lease: lease, Settle: time.Hour, MarksSending: true}).Token
+		if err := h.MarkSending(t.Context(), k, tok); err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
 	setups := map[string]setup{
 		"absent": {ledger.StateAbsent, false, func(*testing.T, ledger.Key) int64 { return 0 }},
 		"alive":  {ledger.StateInProgress, false, func(t *testing.T, k ledger.Key) int64 { return own(t, k, time.Hour) }},
@@ -166,6 +177,18 @@ func testDecisionsMatchResolve(t *testing.T, h Harness) {
 			}
 			return tok
 		}},
+		// Marked as sending with an hour's settle time: the lease runs
+		// out, the settle time does not (Input.Settling).
+		"sent-stuck": {ledger.StateInProgress, true, func(t *testing.T, k ledger.Key) int64 {
+			return sent(t, k, h.Short)
+		}},
+		"sent-uncertain": {ledger.StateUncertain, false, func(t *testing.T, k ledger.Key) int64 {
+			tok := sent(t, k, time.Hour)
+			if err := h.Fail(t.Context(), k, tok, ledger.Failure{EffectPossible: true, Reason: "timeout"}); err != nil {
+				t.Fatal(err)
+			}
+			return tok
+		}},
 	}
 
 	type scenario struct {
@@ -176,6 +199,8 @@ func testDecisionsMatchResolve(t *testing.T, h Harness) {
 		req   ledger.ReserveRequest
 		// reclaim: the setup's grant went to another run of the probe.
 		reclaim bool
+		// settling: the setup's send is within its settle time.
+		settling bool
 	}
 	var scenarios []scenario
 	for name, s := range setups {
@@ -188,7 +213,8 @@ func testDecisionsMatchResolve(t *testing.T, h Harness) {
 			if bits&8 != 0 {
 				req.Fingerprint = fpB
 			}
-			scenarios = append(scenarios, scenario{name: k.Key, setup: s, key: k, token: s.make(t, k), req: req, reclaim: name == "restarted"})
+			scenarios = append(scenarios, scenario{name: k.Key, setup: s, key: k, token: s.make(t, k), req: req,
+				reclaim: name == "restarted", settling: strings.HasPrefix(name, "sent-")})
 		}
 	}
 	h.Advance(t, h.Short) // every "stuck" lease is now over; "alive" ones run for an hour
@@ -204,6 +230,7 @@ func testDecisionsMatchResolve(t *testing.T, h Harness) {
 			State: sc.setup.state, Fingerprint: sc.req.Fingerprint, StoredFingerprint: stored,
 			LeaseExpired: sc.setup.expired, Limited: sc.req.Limited,
 			Reconciler: sc.req.Reconciler, KeysHonoured: sc.req.KeysHonoured, Reclaim: sc.reclaim,
+			Settling: sc.settling,
 		})
 		if !reflect.DeepEqual(res.Decision, want) {
 			t.Errorf("%s: store decided %s %q,\nResolve decides %s %q", sc.name, res.Verdict, res.Path, want.Verdict, want.Path)

@@ -107,9 +107,10 @@ func testReclaimOfMaybeSent(t *testing.T, h Harness) {
 		before := h.get(t, k)
 		res := h.reserve(t, ledger.ReserveRequest{Key: k, Fingerprint: fpA, Owner: "pod-1", Instance: "run-2",
 			Lease: time.Hour, MarksSending: true, Reconciler: tc.reconciler, KeysHonoured: tc.keysHonoured})
+		// The earlier run's mark has just started its settle time.
 		want := ledger.Resolve(ledger.Input{State: ledger.StateInProgress, Fingerprint: fpA, StoredFingerprint: fpA,
-			Reclaim: true, Reconciler: tc.reconciler, KeysHonoured: tc.keysHonoured})
-		if res.Verdict != tc.want || want.Verdict != tc.want || !slices.Equal(res.Path, want.Path) {
+			Reclaim: true, Reconciler: tc.reconciler, KeysHonoured: tc.keysHonoured, Settling: true})
+		if res.Verdict != tc.want || want.Verdict != tc.want || !slices.Equal(res.Path, want.Path) || res.Settling != want.Settling {
 			t.Fatalf("%s: %s path %q; want %s path %q", tc.name, res.Verdict, res.Path, tc.want, want.Path)
 		}
 		after := h.get(t, k)

@@ -1,5 +1,5 @@
 -- attempt.lua appends one send to an action's history, fenced by the
--- owner's token.
+-- owner's token, and starts the send's settle time again from now.
 --
 -- KEYS[1] the record hash
 -- ARGV[1] fencing token
@@ -19,11 +19,12 @@ local function trim(n)
   end
 end
 
-local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow')
+local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd')
 if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
 
 local n = redis.call('HINCRBY', KEYS[1], 'na', 1)
 local a = cjson.encode({at = int(now), class = ARGV[2], owner = f[3], token = f[2]})
-redis.call('HSET', KEYS[1], 'a' .. int(n), a)
+-- No sd: a grant written before settle times were kept (see mark.lua).
+redis.call('HSET', KEYS[1], 'a' .. int(n), a, 'su', int(now + tonumber(f[4] or '30000')))
 trim(n)
 return {n, int(now), f[3]}

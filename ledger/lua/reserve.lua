@@ -15,15 +15,16 @@
 -- ARGV[13] nonce of this reservation (never empty: the Go side draws one)
 -- ARGV[14] marks sending  "1" or "0" (ReserveRequest.MarksSending)
 -- ARGV[15] instance: the owner's run (ReserveRequest.Instance), "" if unknown
--- ARGV[16..] every stored fingerprint that matches the request (the
+-- ARGV[16] settle time of this grant's sends, ms (ReserveRequest.Settle)
+-- ARGV[17..] every stored fingerprint that matches the request (the
 --          request's fingerprint sealed under each key; see
 --          ledger.FingerprintKeys.Candidates)
 --
 -- Returns {verdict, stored state, lease expired "1"/"0", now ms, token,
--- regrant "1"/"0", unsent "1"/"0", reclaim "1"/"0", then the record's
--- fields and values as HGETALL gives them}. Regrant, unsent and reclaim
--- are the Resolve inputs read before any write: a grant rewrites the
--- fields they come from. The Go side
+-- regrant "1"/"0", unsent "1"/"0", reclaim "1"/"0", settling "1"/"0", then
+-- the record's fields and values as HGETALL gives them}. Regrant, unsent,
+-- reclaim and settling are the Resolve inputs read before any write: a
+-- grant rewrites the fields they come from. The Go side
 -- recomputes Resolve from the stored state reported here and refuses a
 -- verdict that differs, so this file and resolve.go cannot drift silently.
 
@@ -44,7 +45,7 @@ end
 
 local owner, instance = ARGV[2], ARGV[15]
 
-local f = redis.call('HMGET', KEYS[1], 'st', 'fp', 'tok', 'lu', 'ea', 'na', 'nc', 'gv', 'mk', 'sn', 'ow', 'in')
+local f = redis.call('HMGET', KEYS[1], 'st', 'fp', 'tok', 'lu', 'ea', 'na', 'nc', 'gv', 'mk', 'sn', 'ow', 'in', 'su')
 local st = f[1] or 'absent'
 -- A record past its retention is kept for ledger.ExpiryGrace only so that
 -- this script can tell expired from absent (Reservation.Expired).
@@ -64,6 +65,9 @@ if f[9] == '1' and f[10] ~= '1' then unsent = '1' end
 local reclaim = '0'
 if st == 'in-progress' and owner ~= '' and instance ~= '' and f[11] == owner
   and f[12] and f[12] ~= '' and f[12] ~= instance then reclaim = '1' end
+-- The last send's settle time has not passed (ledger.Input.Settling).
+local settling = '0'
+if f[13] and now < tonumber(f[13]) then settling = '1' end
 
 -- send is Resolve's rule for verdicts that would send: a rate-limited
 -- destination delays them and leaves the record as it is.
@@ -73,7 +77,7 @@ local function send(v)
 end
 
 local function matches(fp)
-  for i = 16, #ARGV do
+  for i = 17, #ARGV do
     if ARGV[i] == fp then return true end
   end
   return false
@@ -107,7 +111,7 @@ end
 local token = '0'
 if st == 'in-progress' and regrant == '1' then
   -- The grant stands as written: hand its token back, write nothing.
-  local out = {verdict, st, expired, int(now), f[3], regrant, unsent, reclaim}
+  local out = {verdict, st, expired, int(now), f[3], regrant, unsent, reclaim, settling}
   local all = redis.call('HGETALL', KEYS[1])
   for i = 1, #all do out[#out + 1] = all[i] end
   return out
@@ -131,7 +135,7 @@ if token ~= '0' then
   local a = cjson.encode({at = int(now), class = verdict, owner = owner, token = token})
   redis.call('HSET', KEYS[1], 'st', 'in-progress', 'ow', owner, 'in', instance, 'tok', token,
     'lu', int(lu), 'ea', int(ea), 'na', int(n), 'a' .. int(n), a,
-    'nc', ARGV[13], 'gv', verdict, 'mk', ARGV[14])
+    'nc', ARGV[13], 'gv', verdict, 'mk', ARGV[14], 'sd', ARGV[16])
   redis.call('HDEL', KEYS[1], 'rs')
   trim(n)
   -- The lease extends the retention: a record must outlive its owner.
@@ -139,7 +143,7 @@ if token ~= '0' then
   redis.call('PEXPIREAT', KEYS[1], int(ea) + 3600000)
 end
 
-local out = {verdict, st, expired, int(now), token, regrant, unsent, reclaim}
+local out = {verdict, st, expired, int(now), token, regrant, unsent, reclaim, settling}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all do out[#out + 1] = all[i] end
 return out

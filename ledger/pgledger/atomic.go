@@ -28,11 +28,12 @@ func Tx(ctx context.Context) (pgx.Tx, bool) {
 // (so that, should its owner die, the expired lease means no effect and
 // the action is retried) in a statement of its own, then begins the
 // transaction. The transaction holds one connection of the pool until
-// Complete or Rollback, and one of Config.MaxAtomic slots: when none is
-// free within Config.AtomicWait, BeginAtomic fails with ledger.ErrBusy
-// and marks nothing.
+// Complete or Rollback, and one of Config.MaxAtomic slots, of which the
+// action's tenant holds at most Config.MaxAtomicPerTenant: when none is
+// handed out within Config.AtomicWait, BeginAtomic fails with
+// ledger.ErrBusy and marks nothing.
 func (s *Store) BeginAtomic(ctx context.Context, k ledger.Key, token int64) (ledger.AtomicTx, error) {
-	release, err := s.takeSlot(ctx)
+	release, err := s.takeSlot(ctx, k.Tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -62,22 +63,13 @@ func (s *Store) BeginAtomic(ctx context.Context, k ledger.Key, token int64) (led
 }
 
 // takeSlot waits up to Config.AtomicWait for a free atomic transaction
-// slot, and returns the function that frees it (once, whoever calls it).
-func (s *Store) takeSlot(ctx context.Context) (func(), error) {
+// slot for tenant, handed out fairly by tenant (Config.MaxAtomicPerTenant),
+// and returns the function that frees it (once, whoever calls it).
+func (s *Store) takeSlot(ctx context.Context, tenant string) (func(), error) {
 	if s.slots == nil {
 		return func() {}, nil
 	}
-	t := time.NewTimer(s.cfg.atomicWait())
-	defer t.Stop()
-	select {
-	case s.slots <- struct{}{}:
-	case <-t.C:
-		return nil, fmt.Errorf("%w: %d open, none freed within %v", ledger.ErrBusy, cap(s.slots), s.cfg.atomicWait())
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %w", ledger.ErrBusy, ctx.Err())
-	}
-	var once sync.Once
-	return func() { once.Do(func() { <-s.slots }) }, nil
+	return s.slots.take(ctx, tenant, s.cfg.atomicWait())
 }
 
 // atomicTx is one owner's transaction.
@@ -152,6 +144,30 @@ func (a *atomicTx) Rollback(ctx context.Context) error {
 	}
 	return nil
 }
+
+// MarkEffect implements ledger.AtomicTx: it clears the record's atomic
+// mark in a fenced statement of its own on the pool, not in the
+// transaction, so the mark is committed before the owner's outside
+// effect and survives the transaction's rollback. The statement takes one
+// of the connections Config.MaxAtomic leaves to the store, never a
+// transaction slot: a handler holding the last slot still gets its mark.
+//
+// On a DB of one session (a *pgx.Conn or a pgx.Tx) the statement would run
+// inside the owner's transaction and be rolled back with it, so MarkEffect
+// refuses, wrapping ledger.ErrInvalidConfig: the owner must not do the
+// effect, and the store needs a pool.
+func (a *atomicTx) MarkEffect(ctx context.Context) error {
+	switch a.s.db.(type) {
+	case *pgx.Conn, pgx.Tx:
+		return fmt.Errorf("%w: pgledger: MarkEffect needs a pool as the Store's DB; on one connection the mark would be rolled back with the transaction", ledger.ErrInvalidConfig)
+	}
+	return a.s.fencedExec(ctx, "markEffect", a.k, a.token)
+}
+
+// markEffectSQL records that the owner did, or is about to do, an effect
+// outside its transaction: the record is no longer atomic, so an expired
+// lease leaves it uncertain (effState) instead of failed.
+const markEffectSQL = `UPDATE {{table}} SET atomic = false WHERE ` + fenced
 
 // rollback abandons the transaction after a failure, when its error is
 // the one to report.

@@ -12,10 +12,12 @@ import (
 	"github.com/retrybudget/retrybudget/ledger/pgledger/pgtest"
 )
 
-// reserveOwned reserves a new action and returns its key and token.
+// reserveOwned reserves a new action, of a tenant of its own, and returns
+// its key and token. Each action has its own tenant so that the bound on
+// all transactions is met before any tenant's share of it.
 func reserveOwned(t *testing.T, s *pgledger.Store, i int) (ledger.Key, int64) {
 	t.Helper()
-	k := ledger.Key{Tenant: "t", Operation: "op", Key: fmt.Sprint("k", i)}
+	k := ledger.Key{Tenant: fmt.Sprint("t", i), Operation: "op", Key: fmt.Sprint("k", i)}
 	res, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "o", Lease: time.Minute})
 	if err != nil || !res.Verdict.Owns() {
 		t.Fatalf("reserve %v: %v %v", k, res.Verdict, err)

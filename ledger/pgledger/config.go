@@ -61,6 +61,15 @@ type Config struct {
 	// (at least 1) when the DB is a *pgxpool.Pool, else 1; negative means
 	// no bound.
 	MaxAtomic int
+	// MaxAtomicPerTenant bounds the transactions of MaxAtomic that one
+	// tenant (ledger.Key.Tenant) holds open at once, so that one tenant's
+	// slow handlers cannot take every slot and have every other tenant's
+	// requests refused; a slot freed while callers wait goes to the
+	// waiting tenant that holds the fewest. Zero means half of MaxAtomic's
+	// bound, at least 1; negative means no per-tenant bound (one tenant
+	// may take every slot). It is never more than MaxAtomic's bound, and
+	// with no MaxAtomic bound there is none per tenant either.
+	MaxAtomicPerTenant int
 	// AtomicWait is how long BeginAtomic waits for a free slot before it
 	// fails with ledger.ErrBusy. Zero means DefaultAtomicWait.
 	AtomicWait time.Duration
@@ -90,6 +99,17 @@ func (c Config) atomicTimeout() time.Duration {
 		return c.AtomicTimeout
 	}
 	return DefaultAtomicTimeout
+}
+
+// maxAtomicPerTenant returns one tenant's share of n slots.
+func (c Config) maxAtomicPerTenant(n int) int {
+	switch {
+	case c.MaxAtomicPerTenant > 0:
+		return min(c.MaxAtomicPerTenant, n)
+	case c.MaxAtomicPerTenant < 0:
+		return n
+	}
+	return max(n/2, 1)
 }
 
 // maxAtomic returns the bound on open atomic transactions for db, 0 for

@@ -25,6 +25,8 @@
 // mode completes an action in the same transaction as the handler's own
 // writes (Tx takes the transaction out of the handler's context). Open
 // transactions are bounded below the pool (Config.MaxAtomic), so the
-// store's own statements always find a connection. Run Purge periodically
+// store's own statements always find a connection, and shared out by
+// tenant (Config.MaxAtomicPerTenant), so one tenant's slow handlers cannot
+// hold them all. Run Purge periodically
 // to delete expired records. The operator's CLI is cmd/retrybudget-pg.
 package pgledger

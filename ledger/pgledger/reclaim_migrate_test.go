@@ -44,3 +44,47 @@ func TestMigrateAddsTheInstanceColumnToAnExistingTable(t *testing.T) {
 		t.Fatalf("a new grant after the migration: %s %+v (%v); want a retry reclaimed by run-2", res.Verdict, res.Record, err)
 	}
 }
+
+// A table made before records kept a settle time gains its columns with
+// Migrate; a row from before reads as never settling (the settle time of
+// its sends was not kept), while a grant made after the migration marks
+// and settles as on a fresh table.
+func TestMigrateAddsTheSettleColumnsToAnExistingTable(t *testing.T) {
+	ctx := t.Context()
+	pool := pgtest.Pool(t)
+	s := newStore(t, pool, pgledger.Config{})
+	old := ledger.ReserveRequest{Key: keyA, Fingerprint: "f", Owner: "pod-1", Instance: "run-1", Lease: time.Hour, MarksSending: true}
+	first, err := s.Reserve(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkSending(ctx, keyA, first.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "ALTER TABLE "+pgledger.DefaultTable+" DROP COLUMN settle_ms, DROP COLUMN settle_until, DROP COLUMN granted_settling"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate over a table without the settle columns: %v", err)
+	}
+	restarted := old
+	restarted.Instance, restarted.Reconciler = "run-2", true
+	res, err := s.Reserve(ctx, restarted)
+	if err != nil || res.Verdict != ledger.VerdictReconcile || res.Settling || !res.Record.SettleUntil.IsZero() {
+		t.Fatalf("a row from before the columns: %s settling %t %+v (%v); want reconcile, not settling", res.Verdict, res.Settling, res.Record, err)
+	}
+
+	kB := ledger.Key{Tenant: "acme", Operation: "charge", Key: "order-2"}
+	b := ledger.ReserveRequest{Key: kB, Fingerprint: "f", Owner: "pod-1", Instance: "run-1", Lease: time.Hour, MarksSending: true}
+	granted, err := s.Reserve(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkSending(ctx, kB, granted.Token); err != nil {
+		t.Fatal(err)
+	}
+	b.Instance, b.Reconciler = "run-2", true
+	if res, err := s.Reserve(ctx, b); err != nil || res.Verdict != ledger.VerdictReconcile || !res.Settling || res.RetryAfter <= 0 {
+		t.Fatalf("a new grant after the migration: %s settling %t retry after %s (%v); want reconcile inside the settle time", res.Verdict, res.Settling, res.RetryAfter, err)
+	}
+}

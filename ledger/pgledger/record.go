@@ -21,6 +21,8 @@ type meta struct {
 	promised      bool
 	// grantedReclaim is the Reclaim input of the last grant.
 	grantedReclaim bool
+	// grantedSettling is the Settling input of the last grant.
+	grantedSettling bool
 	// stateErr is ErrCorrupt for a state this version cannot read, which
 	// Reserve still decides on (as uncertain) before reporting it.
 	stateErr error
@@ -53,11 +55,12 @@ func scanRecord(keys ledger.EncryptionKeys, r row, extra ...any) (ledger.Record,
 		bodyLen      *int64
 		bodyOmitted  *bool
 		sealedMark   *bool // outcome_sealed; nil in rows written before it
+		settleUntil  *time.Time
 	)
 	dest := []any{&id, &rec.Key.Tenant, &rec.Key.Operation, &rec.Key.Key, &rec.Fingerprint, &state,
 		&rec.Owner, &m.token, &lease, &rec.Reason, &rec.CreatedAt, &rec.ExpiresAt, &attempts, &attemptCount,
 		&m.granted, &m.grantedFrom, &m.grantedUnsent, &m.atomic, &m.nonce, &m.promised, &rec.Sending, &status, &header, &body, &bodyHash, &bodyLen, &bodyOmitted, &sealedMark,
-		&rec.Instance, &m.grantedReclaim}
+		&rec.Instance, &m.grantedReclaim, &settleUntil, &m.grantedSettling}
 	if err := r.Scan(append(dest, extra...)...); err != nil {
 		return ledger.Record{}, meta{}, err
 	}
@@ -69,6 +72,9 @@ func scanRecord(keys ledger.EncryptionKeys, r row, extra ...any) (ledger.Record,
 	rec.CreatedAt, rec.ExpiresAt = norm(rec.CreatedAt), norm(rec.ExpiresAt)
 	if lease != nil {
 		rec.LeaseUntil = norm(*lease)
+	}
+	if settleUntil != nil {
+		rec.SettleUntil = norm(*settleUntil)
 	}
 	st, err := ledger.ParseState(state)
 	if err != nil || st == ledger.StateAbsent || st == ledger.StateExpired {

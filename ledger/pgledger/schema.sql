@@ -76,6 +76,18 @@ ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS outcome_sealed boolean;
 ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS instance text NOT NULL DEFAULT '';
 ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS granted_reclaim boolean NOT NULL DEFAULT false;
 
+-- settle_ms is the current grant's settle time (ReserveRequest.Settle),
+-- and settle_until when the settle time of the last send ends, set by
+-- MarkSending and AddAttempt: until then the destination may still apply
+-- a request sent, so a reconciler's "not found" is not trusted
+-- (ledger.Decision.Settling). granted_settling records that the last grant
+-- was decided inside it, for Reserve's re-check with ledger.Resolve. Rows
+-- from before these columns read as never settling, and their grants as
+-- having the default settle time, ledger.DefaultLease.
+ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS settle_ms bigint NOT NULL DEFAULT 30000;
+ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS settle_until timestamptz;
+ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS granted_settling boolean NOT NULL DEFAULT false;
+
 -- Purge deletes by expiry, oldest first.
 CREATE INDEX IF NOT EXISTS {{expires_idx}} ON {{table}} (expires_at);
 

@@ -14,6 +14,7 @@ import "strings"
 //	$13 attempts kept (ledger.Config.MaxAttempts)
 //	$15 nonce  $16 marks sending (ReserveRequest.MarksSending)
 //	$17 instance: the owner's run (ReserveRequest.Instance), '' if unknown
+//	$18 settle time of this grant's sends, ms (ReserveRequest.Settle)
 //	$14 every stored fingerprint that matches the request
 //	    (ledger.FingerprintKeys.Candidates); $5 is the request's, sealed
 
@@ -22,7 +23,7 @@ const columns = `id, tenant, operation, action_key, fingerprint, state, owner, t
   lease_until, reason, created_at, expires_at, attempts, attempt_count,
   granted, granted_from, granted_unsent, atomic, nonce, promised, sending,
   status, header, body, body_hash, body_len, body_omitted, outcome_sealed,
-  instance, granted_reclaim`
+  instance, granted_reclaim, settle_until, granted_settling`
 
 // effState is the state the decision sees: a stored state, except that an
 // atomic action whose lease ran out counts as failed, because its effects
@@ -91,6 +92,9 @@ var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_a
   atomic        = false,
   granted_unsent = NOT {{expired}} AND {{eff}} = 'in-progress' AND r.promised AND NOT r.sending,
   granted_reclaim = NOT {{expired}} AND {{eff}} = 'in-progress' AND r.lease_until > now() AND ` + reclaim + `,
+  granted_settling = NOT {{expired}} AND coalesce(r.settle_until > now(), false),
+  settle_ms     = $18,
+  settle_until  = CASE WHEN {{expired}} THEN NULL ELSE r.settle_until END,
   nonce         = $15,
   promised      = $16,
   sending       = CASE WHEN {{expired}} THEN false ELSE r.sending END,
@@ -107,11 +111,11 @@ var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_a
 // decision owns it; otherwise it writes nothing and returns no row.
 var reserveSQL = `INSERT INTO {{table}} AS r (id, tenant, operation, action_key, fingerprint, state, owner,
   token, lease_until, created_at, expires_at, attempts, attempt_count, granted, granted_from, nonce, promised,
-  instance)
+  instance, settle_ms)
 VALUES ($1, $2, $3, $4, $5, 'in-progress', $6, $12, now() + $7::bigint * interval '1 millisecond', now(),
   greatest(now() + $8::bigint * interval '1 millisecond', now() + 2 * $7::bigint * interval '1 millisecond'),
   jsonb_build_array(` + sprintf(attemptJSON, `1`, `'created'`, `$6::text`, `$12::bigint`) + `), 1, 'created', 'absent',
-  $15, $16, $17)
+  $15, $16, $17, $18)
 ON CONFLICT (id) DO UPDATE SET` + strings.ReplaceAll(takeover, "{{eff}}", effState) + `
 WHERE ` + owns + `
 RETURNING ` + prefixed("r.", columns)
@@ -138,9 +142,11 @@ const renewSQL = `UPDATE {{table}} SET lease_until = now() + $3::bigint * interv
   expires_at = greatest(expires_at, now() + 2 * $3::bigint * interval '1 millisecond')
 WHERE ` + fenced
 
+// attemptSQL appends a send and starts its settle time again.
 var attemptSQL = `UPDATE {{table}} SET attempts = ` +
 	capped(`attempts || `+sprintf(attemptJSON, `attempt_count + 1`, `$3::text`, `owner`, `token`), `$4`) + `,
-  attempt_count = attempt_count + 1
+  attempt_count = attempt_count + 1,
+  settle_until = now() + settle_ms * interval '1 millisecond'
 WHERE ` + fenced + `
 RETURNING attempt_count, now(), owner`
 
@@ -164,8 +170,11 @@ LIMIT $1`
 const purgeSQL = `DELETE FROM {{table}} WHERE id IN (
   SELECT id FROM {{table}} WHERE expires_at < now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`
 
-// markSendingSQL records that the owner is about to send.
-const markSendingSQL = `UPDATE {{table}} SET sending = true WHERE ` + fenced
+// markSendingSQL records that the owner is about to send, and starts the
+// send's settle time.
+const markSendingSQL = `UPDATE {{table}} SET sending = true,
+  settle_until = now() + settle_ms * interval '1 millisecond'
+WHERE ` + fenced
 
 // markAtomicSQL records that the owner's effects happen only inside the
 // completing transaction.

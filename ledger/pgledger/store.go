@@ -40,9 +40,9 @@ type Store struct {
 	cfg     Config
 	table   string // quoted, possibly schema-qualified
 	queries map[string]string
-	// slots holds one token per open atomic transaction (Config.MaxAtomic);
-	// nil means no bound.
-	slots chan struct{}
+	// slots hands out the open atomic transactions (Config.MaxAtomic,
+	// Config.MaxAtomicPerTenant); nil means no bound.
+	slots *slots
 }
 
 // New returns a Store on db. It does not touch the database; call Migrate
@@ -73,12 +73,13 @@ func New(db DB, cfg Config) (*Store, error) {
 	}
 	s := &Store{db: db, cfg: cfg, table: id.Sanitize(), queries: map[string]string{}}
 	if n := cfg.maxAtomic(db); n > 0 {
-		s.slots = make(chan struct{}, n)
+		s.slots = newSlots(n, cfg.maxAtomicPerTenant(n))
 	}
 	for name, q := range map[string]string{
 		"reserve": reserveSQL, "reserveLimited": reserveLimitedSQL, "read": readSQL, "get": getSQL,
 		"renew": renewSQL, "attempt": attemptSQL, "complete": completeSQL, "fail": failSQL,
 		"sweep": sweepSQL, "purge": purgeSQL, "markAtomic": markAtomicSQL, "markSending": markSendingSQL,
+		"markEffect": markEffectSQL,
 	} {
 		s.queries[name] = strings.ReplaceAll(q, "{{table}}", s.table)
 	}
@@ -109,6 +110,10 @@ func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.
 	if err != nil {
 		return ledger.Reservation{}, err
 	}
+	settle, err := ledger.SettleTime(req.Settle, lease)
+	if err != nil {
+		return ledger.Reservation{}, err
+	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	q := s.queries["reserve"]
@@ -125,7 +130,8 @@ func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.
 		rec, m, err := scanRecord(s.cfg.EncryptionKeys, s.db.QueryRow(ctx, q, id, req.Key.Tenant, req.Key.Operation, req.Key.Key,
 			s.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 			req.Limited, req.Reconciler, req.KeysHonoured, ledger.NewToken(), s.cfg.HistoryCap(),
-			s.cfg.FingerprintKeys.Candidates(req.Fingerprint), req.Nonce, req.MarksSending, req.Instance))
+			s.cfg.FingerprintKeys.Candidates(req.Fingerprint), req.Nonce, req.MarksSending, req.Instance,
+			settle.Milliseconds()))
 		switch {
 		case err == nil:
 			return s.granted(req, rec, m)
@@ -162,11 +168,16 @@ func (s *Store) granted(req ledger.ReserveRequest, rec ledger.Record, m meta) (l
 		in.LeaseExpired = from == ledger.StateInProgress && !m.grantedReclaim
 		in.Reclaim = m.grantedReclaim
 		in.Unsent = m.grantedUnsent
+		in.Settling = m.grantedSettling
 	}
 	res := ledger.Reservation{Decision: ledger.Resolve(in), Record: rec, Token: m.token,
 		Expired: from == ledger.StateExpired}
 	if res.Verdict.String() != m.granted {
 		return ledger.Reservation{}, fmt.Errorf("%w: SQL granted %q, Resolve decides %q", ledger.ErrCorrupt, m.granted, res.Verdict)
+	}
+	if res.Settling && len(rec.Attempts) > 0 {
+		// The grant's own entry, the newest, carries the statement's now().
+		res.RetryAfter = rec.SettleUntil.Sub(rec.Attempts[len(rec.Attempts)-1].At)
 	}
 	return res, nil
 }
@@ -190,12 +201,16 @@ func (s *Store) decide(ctx context.Context, req ledger.ReserveRequest) (ledger.R
 			in.Regrant = m.nonce == req.Nonce
 			in.Unsent = m.promised && !rec.Sending
 			in.Reclaim = req.Reclaims(rec)
+			in.Settling = now.Before(rec.SettleUntil)
 			if in.Regrant {
 				var ok bool
 				if in.Granted, ok = ledger.ParseVerdict(m.granted); !ok {
 					return ledger.Reservation{}, fmt.Errorf("%w: granted %q", ledger.ErrCorrupt, m.granted)
 				}
 			}
+		}
+		if rec.State == ledger.StateUncertain {
+			in.Settling = now.Before(rec.SettleUntil)
 		}
 		if rec.State == ledger.StateInProgress && !now.Before(rec.LeaseUntil) {
 			in.LeaseExpired = true
@@ -213,8 +228,11 @@ func (s *Store) decide(ctx context.Context, req ledger.ReserveRequest) (ledger.R
 	if in.Regrant {
 		res.Token = m.token
 	}
-	if res.Verdict == ledger.VerdictPending {
+	switch {
+	case res.Verdict == ledger.VerdictPending:
 		res.RetryAfter = rec.LeaseUntil.Sub(now)
+	case res.Settling:
+		res.RetryAfter = rec.SettleUntil.Sub(now)
 	}
 	return res, nil
 }
