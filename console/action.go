@@ -36,10 +36,14 @@ func (h *handler) find(ctx context.Context, r *http.Request, op Operator) (ledge
 	return ledger.Record{}, false, nil
 }
 
-// settleAfter is when settling rec as not applied stops being refused:
-// a send still in flight may reach the provider until the lease that
-// covered it ran out, counted from the last attempt.
+// settleAfter is when settling rec as not applied stops being refused: the
+// end of the settle time of its last send (Record.SettleUntil), inside
+// which a request sent may still reach the provider. A record written
+// before stores kept SettleUntil counts Config.Lease from its last attempt.
 func (h *handler) settleAfter(rec ledger.Record) time.Time {
+	if !rec.SettleUntil.IsZero() {
+		return rec.SettleUntil
+	}
 	var last time.Time
 	if n := len(rec.Attempts); n > 0 {
 		last = rec.Attempts[n-1].At
@@ -144,6 +148,13 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil:
 		h.message(w, r, http.StatusBadGateway, "Store failed", "The ledger's store refused or failed; the action may be unchanged. Reload to see its state.")
+		return
+	}
+	if res.State == ledger.StateFailed && got.State == ledger.StateUncertain {
+		// The store's own clock found the settle time still running
+		// (ledger.Reservation.Trust) and kept the action uncertain.
+		h.message(w, r, http.StatusConflict, "Too early",
+			"The store says a send may still reach the provider: the action stays uncertain. Try again later.")
 		return
 	}
 	v := url.Values{"settled": {h.ref(rec.Key)[:12]}, "as": {got.State.String()}}

@@ -35,10 +35,10 @@ type Config struct {
 	// cannot stall the console; the page says when the bound was reached.
 	// Zero means 10,000.
 	MaxScan int
-	// Lease is the ledger's lease (ledger.Config.Lease). Settling an
-	// action as not applied is refused until its last attempt is at least
-	// this old, since a send still in flight may yet reach the provider.
-	// Zero means ledger.DefaultLease.
+	// Lease is the ledger's lease (ledger.Config.Lease), for records
+	// without Record.SettleUntil (written before stores kept it): settling
+	// such an action as not applied is refused until its last attempt is
+	// at least this old. Zero means ledger.DefaultLease.
 	Lease time.Duration
 	// Timeout bounds one request's work against the store. Zero means 10
 	// seconds.

@@ -337,13 +337,22 @@ func TestSettleChangesTheRecordAndTheNextVerdict(t *testing.T) {
 }
 
 func TestSettleNotAppliedIsRefusedWhileASendMayArrive(t *testing.T) {
-	f := memoryFixture(t, Config{Lease: time.Minute})
+	f := memoryFixture(t, Config{})
 	k := testKey("acme", secretKey)
-	hold(t, f.store, k)
-	f.clock.Add(30 * time.Second)
+	// Held at 03:00:00 under a settle time of 2m, longer than the 30s lease.
+	ctx := context.Background()
+	res, err := f.store.Reserve(ctx, ledger.ReserveRequest{Key: k, Fingerprint: secretFingerprint, Owner: "worker-1", MarksSending: true, Settle: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = f.store.MarkSending(ctx, k, res.Token)
+	if err := f.store.Fail(ctx, k, res.Token, ledger.Failure{EffectPossible: true, Reason: "timeout"}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Add(90 * time.Second)
 	ref := f.actionRef()
 	code, page := f.do("POST", "/action/"+ref+"/settle", testToken, f.settleForm(ref, false))
-	if code != http.StatusConflict || !strings.Contains(page, "A send may still reach the provider until 2026-12-04 03:01:00Z") {
+	if code != http.StatusConflict || !strings.Contains(page, "A send may still reach the provider until 2026-12-04 03:02:00Z") {
 		t.Errorf("inside the settle time: status %d, want 409 naming when:\n%s", code, page)
 	}
 	if rec, _ := f.store.Get(context.Background(), k); rec.State != ledger.StateUncertain {
@@ -352,6 +361,9 @@ func TestSettleNotAppliedIsRefusedWhileASendMayArrive(t *testing.T) {
 	f.clock.Add(30 * time.Second)
 	if code, _ := f.do("POST", "/action/"+ref+"/settle", testToken, f.settleForm(ref, false)); code != http.StatusSeeOther {
 		t.Errorf("after the settle time: status %d, want 303", code)
+	}
+	if rec, _ := f.store.Get(context.Background(), k); rec.State != ledger.StateFailed {
+		t.Errorf("record %s, want failed", rec.State)
 	}
 }
 

@@ -40,7 +40,7 @@ func serveConsole(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
 	readOnly := fs.Bool("read-only", false, "show held actions but refuse to settle them")
 	tenants := fs.String("tenants", "", "comma-separated tenants the console shows (default all)")
-	lease := fs.Duration("lease", 0, "the ledger's lease: \"not applied\" is refused until the last attempt is this old (default the ledger's default)")
+	lease := fs.Duration("lease", 0, "the ledger's lease, for records without a settle time: \"not applied\" is refused until the last attempt is this old (default the ledger's default)")
 	refresh := fs.Duration("refresh", 0, "reload the held list this often (default never)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: %s=... retrybudget console --url redis://... [--addr 127.0.0.1:8080] [flags]\n\nflags:\n", consoleTokenEnv)
