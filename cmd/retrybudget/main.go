@@ -9,6 +9,7 @@
 //	resolve   show what the action ledger decides for a request, and why
 //	plan      show a retry policy's attempt schedule, worst case and outage amplification
 //	ledger    list, show and resolve stuck actions in a Redis ledger
+//	console   serve the operator console on a Redis ledger
 //
 // Run "retrybudget <command> -h" for a command's flags.
 package main
@@ -37,6 +38,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return planCmd(args[1:], stdout, stderr)
 	case "ledger":
 		return ledgerCmd(args[1:], stdout, stderr)
+	case "console":
+		return consoleCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -53,6 +56,7 @@ commands:
   resolve   show what the action ledger decides for a request, and why
   plan      show a retry policy's attempt schedule, worst case and outage amplification
   ledger    list, show and resolve stuck actions in a Redis ledger (--url redis://...)
+  console   serve the operator console on a Redis ledger (--url redis://... --addr 127.0.0.1:8080)
 
 Run "retrybudget <command> -h" for a command's flags.
 `)

@@ -107,7 +107,7 @@ path:
 		{name: "resolve help", args: []string{"resolve", "-h"}, code: 0, stderrHas: "-keys-honoured"},
 		{name: "no command", args: nil, code: 2, stderrHas: "usage: retrybudget"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderrHas: `unknown command "frobnicate"`},
-		{name: "help", args: []string{"help"}, code: 0, stdout: "usage: retrybudget <command> [flags]\n\ncommands:\n  resolve   show what the action ledger decides for a request, and why\n  plan      show a retry policy's attempt schedule, worst case and outage amplification\n  ledger    list, show and resolve stuck actions in a Redis ledger (--url redis://...)\n\nRun \"retrybudget <command> -h\" for a command's flags.\n"},
+		{name: "help", args: []string{"help"}, code: 0, stdout: "usage: retrybudget <command> [flags]\n\ncommands:\n  resolve   show what the action ledger decides for a request, and why\n  plan      show a retry policy's attempt schedule, worst case and outage amplification\n  ledger    list, show and resolve stuck actions in a Redis ledger (--url redis://...)\n  console   serve the operator console on a Redis ledger (--url redis://... --addr 127.0.0.1:8080)\n\nRun \"retrybudget <command> -h\" for a command's flags.\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

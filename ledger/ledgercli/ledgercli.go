@@ -151,39 +151,52 @@ func list(ctx context.Context, s ledger.Store, state string, limit int, w io.Wri
 	return errors.Join(printJSON(w, out), err)
 }
 
-// resolve settles one stuck action the way any owner would: it takes the
-// action over with Reserve (as a reconciler, under the stored
-// fingerprint, so it gets a fresh fencing token only if the action is
-// uncertain or its lease ran out), then completes or fails it with that
-// token. An action found never sent (its owner died before marking it)
-// is released as failed instead, since nothing can have left. An action
-// that is live or settled is left alone.
+// resolve settles one stuck action with Resolve and prints what it did.
 func resolve(ctx context.Context, s ledger.Store, k ledger.Key, res ledger.Resolution, owner string, w io.Writer) error {
-	rec, err := s.Get(ctx, k)
+	r, err := Resolve(ctx, s, k, res, owner)
 	if err != nil {
 		return err
+	}
+	if r.Verdict != ledger.VerdictReconcile {
+		// Reconcile found the action never sent and released it.
+		fmt.Fprintf(w, "released %s: never sent, recorded %s\n", k.ID()[:12], strconv.Quote(r.State.String()))
+		return nil
+	}
+	fmt.Fprintf(w, "resolved %s: %s\n", k.ID()[:12], strconv.Quote(r.State.String()))
+	return nil
+}
+
+// Resolve settles one stuck action the way any owner would, the one path
+// of "ledger resolve" and the operator console: it takes the action over
+// with Reserve (as a reconciler, under the stored fingerprint, so it gets
+// a fresh fencing token only if the action is uncertain or its lease ran
+// out), then completes or fails it with that token as res says. An action
+// found never sent (its owner died before marking it) is released as
+// failed instead, since nothing can have left; the result's Verdict is
+// then not VerdictReconcile. An action that is live or settled, including
+// one another operator is resolving at the same time, is left alone and
+// reported as an error wrapping ledger.ErrNotOwner: the fencing token lets
+// exactly one resolver win.
+func Resolve(ctx context.Context, s ledger.Store, k ledger.Key, res ledger.Resolution, owner string) (ledger.Reconciled, error) {
+	rec, err := s.Get(ctx, k)
+	if err != nil {
+		return ledger.Reconciled{Key: k}, err
 	}
 	done := ledger.Reconcile(ctx, s, func(context.Context, ledger.Record) (ledger.Resolution, error) {
 		return res, nil
 	}, []ledger.Record{rec}, owner)
 	if len(done) != 1 {
-		return ctx.Err()
+		return ledger.Reconciled{Key: k}, ctx.Err()
 	}
 	r := done[0]
 	if r.Err != nil {
-		return r.Err
+		return r, r.Err
 	}
-	if r.Verdict.Owns() && r.Verdict != ledger.VerdictReconcile {
-		// Reconcile found the action never sent and released it.
-		fmt.Fprintf(w, "released %s: never sent, recorded %s\n", k.ID()[:12], strconv.Quote(r.State.String()))
-		return nil
-	}
-	if r.Verdict != ledger.VerdictReconcile {
-		return fmt.Errorf("%w: the action is %s (verdict %s): only an uncertain action or one whose lease ran out can be resolved",
+	if !r.Verdict.Owns() {
+		return r, fmt.Errorf("%w: the action is %s (verdict %s): only an uncertain action or one whose lease ran out can be resolved",
 			ledger.ErrNotOwner, r.State, r.Verdict)
 	}
-	fmt.Fprintf(w, "resolved %s: %s\n", k.ID()[:12], strconv.Quote(r.State.String()))
-	return nil
+	return r, nil
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -1,0 +1,163 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/ledger/ledgercli"
+)
+
+// maxName and maxReason cap what the settle form writes into the record's
+// reason, which every later read of the record carries.
+const (
+	maxName   = 100
+	maxReason = 1000
+)
+
+// find returns the swept record r's {ref} names, if op may see it.
+func (h *handler) find(ctx context.Context, r *http.Request, op Operator) (ledger.Record, bool, error) {
+	s, err := h.sweep(ctx, op)
+	if err != nil {
+		return ledger.Record{}, false, err
+	}
+	want := r.PathValue("ref")
+	for _, rec := range s.records {
+		if h.ref(rec.Key) == want {
+			return rec, true, nil
+		}
+	}
+	return ledger.Record{}, false, nil
+}
+
+// settleAfter is when settling rec as not applied stops being refused: the
+// end of the settle time of its last send (Record.SettleUntil), inside
+// which a request sent may still reach the provider. A record written
+// before stores kept SettleUntil counts Config.Lease from its last attempt.
+func (h *handler) settleAfter(rec ledger.Record) time.Time {
+	if !rec.SettleUntil.IsZero() {
+		return rec.SettleUntil
+	}
+	var last time.Time
+	if n := len(rec.Attempts); n > 0 {
+		last = rec.Attempts[n-1].At
+	}
+	return last.Add(h.cfg.Lease)
+}
+
+func (h *handler) actionPage(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	op := operatorOf(r)
+	rec, ok, err := h.find(ctx, r, op.Operator)
+	switch {
+	case err != nil:
+		h.message(w, r, http.StatusBadGateway, "Store failed", "The ledger's store failed or did not answer in time; try again.")
+		return
+	case !ok:
+		h.message(w, r, http.StatusNotFound, "Not held", "No held action has this reference: it was settled, it expired, or it is not yours to see.")
+		return
+	}
+	now := h.now()
+	data := map[string]any{
+		"Base": base(r), "A": h.held(rec, now), "Owner": rec.Owner,
+		"LeaseUntil": rec.LeaseUntil, "CreatedAt": rec.CreatedAt, "ExpiresAt": rec.ExpiresAt,
+		"Reason": rec.Reason, "Attempts": rec.Attempts,
+		"ReadOnly": h.cfg.ReadOnly, "CSRF": h.csrfToken(op.session), "AskName": op.Name == "",
+		"SettleAfter": h.settleAfter(rec), "InSettleTime": now.Before(h.settleAfter(rec)),
+	}
+	if rec.Outcome != nil {
+		data["OutcomeStatus"] = rec.Outcome.Status
+	}
+	h.render(w, http.StatusOK, "action.html", data)
+}
+
+// settle resolves the action as the form says, through ledgercli.Resolve,
+// the path of "retrybudget ledger resolve".
+func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.ReadOnly {
+		h.message(w, r, http.StatusForbidden, "Read-only", "This console is read-only: nothing can be settled from it.")
+		return
+	}
+	op := operatorOf(r)
+	name := op.Name
+	if name == "" {
+		name = strings.TrimSpace(r.PostFormValue("name"))
+	}
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	if name == "" || reason == "" {
+		h.message(w, r, http.StatusBadRequest, "Incomplete", "A reason and your name are required.")
+		return
+	}
+	if len(name) > maxName || len(reason) > maxReason {
+		h.message(w, r, http.StatusBadRequest, "Too long", fmt.Sprintf("Keep the name under %d and the reason under %d characters.", maxName, maxReason))
+		return
+	}
+	var res ledger.Resolution
+	switch r.PostFormValue("applied") {
+	case "yes":
+		status, err := strconv.Atoi(r.PostFormValue("status"))
+		if err != nil || status < 100 || status > 599 {
+			h.message(w, r, http.StatusBadRequest, "Bad status", "The provider's status must be an HTTP status code (100-599).")
+			return
+		}
+		ctype := "text/plain; charset=utf-8"
+		if r.PostFormValue("content_type") == "json" {
+			ctype = "application/json"
+		}
+		res = ledger.Resolution{State: ledger.StateCompleted, Outcome: ledger.Outcome{
+			Status: status, Body: []byte(r.PostFormValue("answer")),
+			Header: map[string][]string{"Content-Type": {ctype}},
+		}}
+	case "no":
+		res = ledger.Resolution{State: ledger.StateFailed}
+	default:
+		h.message(w, r, http.StatusBadRequest, "Incomplete", "Choose whether the provider applied the action.")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	rec, ok, err := h.find(ctx, r, op.Operator)
+	switch {
+	case err != nil:
+		h.message(w, r, http.StatusBadGateway, "Store failed", "The ledger's store failed or did not answer in time; nothing was changed.")
+		return
+	case !ok:
+		h.message(w, r, http.StatusConflict, "Not held", "This action is no longer held: another operator or a reconciler settled it, or it expired. Nothing was changed.")
+		return
+	}
+	now := h.now()
+	if res.State == ledger.StateFailed && now.Before(h.settleAfter(rec)) {
+		h.message(w, r, http.StatusConflict, "Too early",
+			fmt.Sprintf("A send may still reach the provider until %s: settling as not applied before then could send the action twice. Nothing was changed.", whenString(h.settleAfter(rec))))
+		return
+	}
+	// The audit trail rides in the record's Reason (kept with "not
+	// applied"; see docs/console.md for "applied").
+	res.Reason = fmt.Sprintf("%s (settled by %s at %s with the console)", reason, name, whenString(now))
+	got, err := ledgercli.Resolve(ctx, h.cfg.Store, rec.Key, res, "console:"+name)
+	switch {
+	case errors.Is(err, ledger.ErrNotOwner):
+		h.message(w, r, http.StatusConflict, "Conflict", "Another operator or owner took this action over first; nothing was changed. Reload the list to see its state.")
+		return
+	case err != nil:
+		h.message(w, r, http.StatusBadGateway, "Store failed", "The ledger's store refused or failed; the action may be unchanged. Reload to see its state.")
+		return
+	}
+	if res.State == ledger.StateFailed && got.State == ledger.StateUncertain {
+		// The store's own clock found the settle time still running
+		// (ledger.Reservation.Trust) and kept the action uncertain.
+		h.message(w, r, http.StatusConflict, "Too early",
+			"The store says a send may still reach the provider: the action stays uncertain. Try again later.")
+		return
+	}
+	v := url.Values{"settled": {h.ref(rec.Key)[:12]}, "as": {got.State.String()}}
+	// Relative to .../action/{ref}/settle: back to the console's root.
+	http.Redirect(w, r, base(r)+"?"+v.Encode(), http.StatusSeeOther)
+}

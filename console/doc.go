@@ -1,0 +1,17 @@
+// Package console is the operator console: an http.Handler, rendered on
+// the server from embedded templates with no JavaScript, that lists the
+// actions a ledger.Store holds (uncertain, or in progress past their
+// lease) and lets an operator settle one as applied or not applied, by the
+// same path as "retrybudget ledger resolve" (ledgercli.Resolve).
+//
+// It is safe by default: New refuses a Config without an operator token
+// or an authentication function; every form carries a CSRF token checked
+// in constant time; a page never renders an action's idempotency key,
+// fingerprint, request or response body, or any secret; actions are named
+// in URLs by an opaque reference (an HMAC of Key.ID under a secret drawn
+// per Handler) so that URLs, which end up in access logs and browser
+// history, carry nothing that can be tested against guesses; and every
+// page reads at most Config.MaxScan records.
+//
+// See docs/console.md.
+package console
