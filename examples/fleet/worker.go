@@ -192,16 +192,36 @@ type worker struct {
 	err error // the first job-queue failure
 }
 
+// takeAttempts and takePause bound how a job loop rides out a job queue
+// that fails: that many reads in a row, that long apart.
+const (
+	takeAttempts = 5
+	takePause    = 200 * time.Millisecond
+)
+
 // loop takes the tenant's jobs one after another until the run ends.
 func (w *worker) loop(ctx context.Context, tenant string) {
+	failures := 0
 	for ctx.Err() == nil {
 		j, err := w.jobs.take(ctx, tenant)
 		if err != nil {
+			// A queue read that timed out (a busy machine, a Redis
+			// failover) is taken again after a pause, as a worker of a
+			// real queue does; only a queue that keeps failing ends the run.
+			if failures++; failures < takeAttempts && ctx.Err() == nil {
+				w.log.Printf("take a %s job: %v (taking again)", tenant, err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(takePause):
+				}
+				continue
+			}
 			if ctx.Err() == nil {
 				w.fail(fmt.Errorf("take a %s job: %w", tenant, err))
 			}
 			return
 		}
+		failures = 0
 		w.do(ctx, tenant, j)
 	}
 }
