@@ -91,7 +91,7 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	}
 	keyed, err := keyedhash.New(cfg.DestinationKey)
 	if err != nil {
-		return nil, fmt.Errorf("%w: DestinationKey is %d bytes: set it to 32 random bytes (RETRYBUDGET_DESTINATION_KEY, base64), at least 16: %w", ErrInvalidConfig, len(cfg.DestinationKey), err)
+		return nil, fmt.Errorf("%w: RedisConfig.DestinationKey is %d bytes: set it to 32 random bytes (RETRYBUDGET_DESTINATION_KEY, base64), at least 16: %w", ErrInvalidConfig, len(cfg.DestinationKey), err)
 	}
 	r := cfg.Config.Rule()
 	flush := cfg.FlushInterval

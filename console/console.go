@@ -37,10 +37,10 @@ func New(cfg Config) (http.Handler, error) {
 
 func newHandler(cfg Config, now func() time.Time) (*handler, error) {
 	if cfg.Store == nil {
-		return nil, fmt.Errorf("%w: Config.Store is required", ErrConfig)
+		return nil, fmt.Errorf("%w: console.Config.Store is required: set it to the service's ledger store, such as the one ledger.NewRedis or pgledger.New returned", ErrConfig)
 	}
 	if cfg.Token == "" && cfg.Authenticate == nil {
-		return nil, fmt.Errorf("%w: one of Config.Token and Config.Authenticate is required", ErrConfig)
+		return nil, fmt.Errorf("%w: one of console.Config.Token and console.Config.Authenticate is required: set Token to os.Getenv(\"RETRYBUDGET_CONSOLE_TOKEN\"), a secret made with openssl rand -base64 32, or Authenticate to the service's own operator check", ErrConfig)
 	}
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = defaultPageSize

@@ -24,10 +24,10 @@ import (
 func CredentialTenant(secret []byte, headers ...string) (func(*http.Request) string, error) {
 	h, err := keyedhash.New(secret)
 	if err != nil {
-		return nil, fmt.Errorf("%w: CredentialTenant: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: CredentialTenant: secret is %d bytes: pass 32 random bytes, at least 16, the same on every instance: %w", ErrInvalidConfig, len(secret), err)
 	}
 	if len(headers) == 0 {
-		return nil, fmt.Errorf("%w: CredentialTenant: no header names", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: CredentialTenant: no header names: pass the headers that carry the credential, such as CredentialTenant(secret, \"X-Api-Key\", \"Authorization\")", ErrInvalidConfig)
 	}
 	names := make([]string, len(headers))
 	for i, n := range headers {

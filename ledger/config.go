@@ -100,7 +100,7 @@ func SettleTime(settle, lease time.Duration) (time.Duration, error) {
 		return lease, nil
 	}
 	if settle < time.Millisecond || settle%time.Millisecond != 0 {
-		return 0, fmt.Errorf("%w: settle time %s must be whole milliseconds, at least 1ms", ErrInvalid, settle)
+		return 0, fmt.Errorf("%w: settle time %s (ReserveRequest.Settle) must be whole milliseconds, at least 1ms, such as 2m; zero means the lease", ErrInvalid, settle)
 	}
 	return settle, nil
 }
@@ -121,9 +121,11 @@ func (c Config) durations(lease, retention time.Duration) (time.Duration, time.D
 	if retention == 0 {
 		retention = DefaultRetention
 	}
-	if lease < time.Millisecond || retention < time.Millisecond ||
-		lease%time.Millisecond != 0 || retention%time.Millisecond != 0 {
-		return 0, 0, fmt.Errorf("%w: lease %s and retention %s must be whole milliseconds, at least 1ms", ErrInvalid, lease, retention)
+	if lease < time.Millisecond || lease%time.Millisecond != 0 {
+		return 0, 0, fmt.Errorf("%w: lease %s (ReserveRequest.Lease, else Config.Lease) must be whole milliseconds, at least 1ms, such as %s; zero means the default", ErrInvalid, lease, DefaultLease)
+	}
+	if retention < time.Millisecond || retention%time.Millisecond != 0 {
+		return 0, 0, fmt.Errorf("%w: retention %s (ReserveRequest.Retention, else Config.Retention) must be whole milliseconds, at least 1ms, such as 24h; zero means the default", ErrInvalid, retention)
 	}
 	return lease, retention, nil
 }

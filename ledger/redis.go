@@ -139,7 +139,7 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if _, one := client.(*redis.Client); cfg.WaitReplicas > 0 && !one {
-		return nil, fmt.Errorf("%w: WaitReplicas needs a client with one primary, not %T", ErrInvalidConfig, client)
+		return nil, fmt.Errorf("%w: RedisConfig.WaitReplicas needs a client with one primary (a *redis.Client, such as redis.NewFailoverClient), not %T: use one, or set WaitReplicas to 0", ErrInvalidConfig, client)
 	}
 	// Records in Redis are readable by whoever can read Redis: keep no
 	// fingerprint there that could be reversed by guessing.

@@ -13,20 +13,21 @@ func cmp0[T comparable](v, def T) T {
 
 // errShare reports an invalid share field.
 func errShare(field string, share float64) error {
-	return fmt.Errorf("%w: %s %v must be in (0, 1]", ErrInvalidConfig, field, share)
+	return fmt.Errorf("%w: %s is %v: it must be in (0, 1], such as 0.5 for half of each limit", ErrInvalidConfig, field, share)
 }
 
 // groupSpecs validates limits and share and returns the specs of a
-// boundary and of one owner's share (nil without a share).
-func groupSpecs(limits []Limit, share float64) (boundary, owner []spec, err error) {
+// boundary and of one owner's share (nil without a share). cfgName, such
+// as "RedisConfig.", prefixes the fields its errors name.
+func groupSpecs(cfgName string, limits []Limit, share float64) (boundary, owner []spec, err error) {
 	if share != 0 && !validShare(share) {
-		return nil, nil, errShare("OwnerShare", share)
+		return nil, nil, errShare(cfgName+"OwnerShare", share)
 	}
-	if boundary, err = specs(limits, 1); err != nil {
+	if boundary, err = specs(cfgName, limits, 1); err != nil {
 		return nil, nil, err
 	}
 	if share != 0 && len(limits) > 0 {
-		owner, _ = specs(limits, share)
+		owner, _ = specs(cfgName, limits, share)
 	}
 	return boundary, owner, nil
 }

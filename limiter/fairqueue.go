@@ -110,10 +110,10 @@ type fairQueue struct {
 // with MaxBatch 1 and no queue.
 func newBatcher(cfg RedisConfig) (*batcher, error) {
 	if cfg.MaxBatch < 0 {
-		return nil, fmt.Errorf("%w: negative MaxBatch", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: RedisConfig.MaxBatch is %d: it must not be negative; zero means %d", ErrInvalidConfig, cfg.MaxBatch, defaultMaxBatch)
 	}
 	if cfg.Queue != nil && cfg.Prefetch > 1 {
-		return nil, fmt.Errorf("%w: Queue and Prefetch cannot be combined: a prefetched token skips the queue", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: RedisConfig.Queue and RedisConfig.Prefetch cannot be combined, since a prefetched token skips the queue: set Prefetch to 0 or Queue to nil", ErrInvalidConfig)
 	}
 	if cfg.Prefetch > 1 || (cfg.MaxBatch == 1 && cfg.Queue == nil) {
 		return nil, nil
@@ -123,12 +123,15 @@ func newBatcher(cfg RedisConfig) (*batcher, error) {
 		sleep:     ctxsleep.Sleep,
 	}
 	if q := cfg.Queue; q != nil {
-		if q.MaxWait < 0 || q.Lookahead < 0 {
-			return nil, fmt.Errorf("%w: negative Queue.MaxWait or Lookahead", ErrInvalidConfig)
+		if q.MaxWait < 0 {
+			return nil, fmt.Errorf("%w: RedisConfig.Queue: FairQueue.MaxWait is %v: it must not be negative; zero means %v", ErrInvalidConfig, q.MaxWait, defaultQueueMaxWait)
 		}
-		for _, w := range q.Weights {
+		if q.Lookahead < 0 {
+			return nil, fmt.Errorf("%w: RedisConfig.Queue: FairQueue.Lookahead is %v: it must not be negative; zero means %v", ErrInvalidConfig, q.Lookahead, defaultQueueLookahead)
+		}
+		for owner, w := range q.Weights {
 			if w < 1 || w > maxDepth {
-				return nil, fmt.Errorf("%w: Queue weight %d of an owner must be in [1, %d]", ErrInvalidConfig, w, maxDepth)
+				return nil, fmt.Errorf("%w: RedisConfig.Queue: FairQueue.Weights[%q] is %d: set it between 1 and %d, such as 2 for twice an owner's default share", ErrInvalidConfig, owner, w, maxDepth)
 			}
 		}
 		b.queue = &fairQueue{

@@ -117,17 +117,17 @@ func (l Limit) burst() int {
 func (l Limit) validate() error {
 	switch {
 	case l.Rate <= 0:
-		return fmt.Errorf("%w: limit %v: Rate must be positive", ErrInvalidConfig, l)
+		return fmt.Errorf("%w: limit %v: Limit.Rate must be positive: set it to the provider's published limit, such as limiter.PerSecond(25)", ErrInvalidConfig, l)
 	case l.Period < 0:
-		return fmt.Errorf("%w: limit %v: Period must not be negative", ErrInvalidConfig, l)
+		return fmt.Errorf("%w: limit %v: Limit.Period must not be negative: set it to the provider's window, such as time.Second (zero means one second)", ErrInvalidConfig, l)
 	case l.Burst < 0:
-		return fmt.Errorf("%w: limit %v: Burst must not be negative", ErrInvalidConfig, l)
+		return fmt.Errorf("%w: limit %v: Limit.Burst must not be negative: zero means 1, or set the provider's burst", ErrInvalidConfig, l)
 	case l.Spread < 0:
-		return fmt.Errorf("%w: limit %v: Spread must not be negative (limiter.Margin, 50ms, suits a provider counting a strict window)", ErrInvalidConfig, l)
+		return fmt.Errorf("%w: limit %v: Limit.Spread must not be negative (limiter.Margin, 50ms, suits a provider counting a strict window)", ErrInvalidConfig, l)
 	case int64(l.Rate) > l.period().Microseconds():
 		// The interval is kept in whole microseconds (the resolution of
 		// Redis TIME); a faster rate would round to zero.
-		return fmt.Errorf("%w: limit %v: more than one request per microsecond", ErrInvalidConfig, l)
+		return fmt.Errorf("%w: limit %v: Limit.Rate is more than one request per microsecond: keep it at most 1000000 per second", ErrInvalidConfig, l)
 	}
 	return nil
 }
@@ -168,11 +168,11 @@ func (s spec) field() string {
 func (s spec) duration() time.Duration { return time.Duration(s.interval) * time.Microsecond }
 
 // specs validates limits and returns their specs at the given share.
-func specs(limits []Limit, share float64) ([]spec, error) {
+func specs(cfgName string, limits []Limit, share float64) ([]spec, error) {
 	out := make([]spec, 0, len(limits))
-	for _, l := range limits {
+	for i, l := range limits {
 		if err := l.validate(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%sLimits[%d]: %w", cfgName, i, err)
 		}
 		out = append(out, l.scaled(share))
 	}

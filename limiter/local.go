@@ -134,12 +134,12 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 }
 
 func newLocal(cfg LocalConfig, now func() time.Time) (*Local, error) {
-	b, o, err := groupSpecs(cfg.Limits, cfg.OwnerShare)
+	b, o, err := groupSpecs("LocalConfig.", cfg.Limits, cfg.OwnerShare)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.MaxBoundaries < 0 {
-		return nil, fmt.Errorf("%w: negative MaxBoundaries", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: LocalConfig.MaxBoundaries is %d: it must not be negative; zero means %d", ErrInvalidConfig, cfg.MaxBoundaries, defaultMaxBoundaries)
 	}
 	l := &Local{
 		entries:     make(map[localKey]*localEntry),

@@ -213,19 +213,34 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	bspecs, ospecs, err := groupSpecs(cfg.Limits, cfg.OwnerShare)
+	bspecs, ospecs, err := groupSpecs("RedisConfig.", cfg.Limits, cfg.OwnerShare)
 	if err != nil {
 		return nil, err
 	}
 	fallback := cmp0(cfg.FallbackShare, defaultFallbackShare)
 	if !validShare(fallback) {
-		return nil, errShare("FallbackShare", fallback)
+		return nil, fmt.Errorf("%w (about 1/(number of processes))", errShare("RedisConfig.FallbackShare", fallback))
 	}
 	if cfg.OnUnavailable != FailOpen && cfg.OnUnavailable != FailClosed {
-		return nil, fmt.Errorf("%w: unknown OnUnavailable %d", ErrInvalidConfig, cfg.OnUnavailable)
+		return nil, fmt.Errorf("%w: RedisConfig.OnUnavailable is %d: set it to limiter.FailOpen (the zero value) or limiter.FailClosed", ErrInvalidConfig, cfg.OnUnavailable)
 	}
-	if cfg.Timeout < 0 || cfg.CooldownTimeout < 0 || cfg.ProbeInterval < 0 || cfg.PrefetchTTL < 0 || cfg.MaxCooldown < 0 || cfg.Prefetch < 0 {
-		return nil, fmt.Errorf("%w: negative duration or prefetch", ErrInvalidConfig)
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+		def   time.Duration
+	}{
+		{"Timeout", cfg.Timeout, defaultTimeout},
+		{"CooldownTimeout", cfg.CooldownTimeout, defaultCooldownTimeout},
+		{"ProbeInterval", cfg.ProbeInterval, defaultProbeInterval},
+		{"PrefetchTTL", cfg.PrefetchTTL, defaultPrefetchTTL},
+		{"MaxCooldown", cfg.MaxCooldown, defaultMaxCooldown},
+	} {
+		if d.v < 0 {
+			return nil, fmt.Errorf("%w: RedisConfig.%s is %v: it must not be negative; zero means %v", ErrInvalidConfig, d.field, d.v, d.def)
+		}
+	}
+	if cfg.Prefetch < 0 {
+		return nil, fmt.Errorf("%w: RedisConfig.Prefetch is %d: it must not be negative; zero means no prefetching", ErrInvalidConfig, cfg.Prefetch)
 	}
 
 	l := &Redis{

@@ -9,7 +9,7 @@ import (
 // ErrNilClient is the cause of a constructor's error for a nil client, or a
 // nil pointer of one of go-redis's client types, which would otherwise
 // panic at the first command.
-var ErrNilClient = errors.New("nil Redis client")
+var ErrNilClient = errors.New("nil Redis client: pass one such as redis.NewClient(&redis.Options{Addr: os.Getenv(\"REDIS_ADDR\"), ContextTimeoutEnabled: true})")
 
 // CheckClient returns ErrNilClient when rdb is nil or a typed nil
 // *redis.Client, *redis.ClusterClient or *redis.Ring; otherwise nil.

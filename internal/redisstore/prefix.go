@@ -15,7 +15,7 @@ func Prefix(prefix, def string) (string, error) {
 		return def, nil
 	}
 	if strings.ContainsAny(prefix, "{}") {
-		return "", fmt.Errorf("Prefix %q must not contain '{' or '}'", prefix)
+		return "", fmt.Errorf("RedisConfig.Prefix %q must not contain '{' or '}': leave it empty for %q or use one such as %q", prefix, def, "myapp:"+strings.TrimPrefix(def, "retrybudget:"))
 	}
 	return prefix, nil
 }

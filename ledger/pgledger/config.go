@@ -143,12 +143,17 @@ const maxNameLen = 63
 // enough: a name is also written where quoting does not protect it, and a
 // newline in one ended a comment of the schema and ran what followed.
 func checkName(field, name string) error {
+	// A name that works, for the error to show.
+	good := DefaultTable
+	if field == "Schema" {
+		good = "public"
+	}
 	if name == "" || len(name) > maxNameLen {
-		return fmt.Errorf("%w: pgledger: Config.%s is %d bytes, want 1 to %d", ledger.ErrInvalidConfig, field, len(name), maxNameLen)
+		return fmt.Errorf("%w: pgledger.Config.%s is %d bytes, want 1 to %d, such as %q", ledger.ErrInvalidConfig, field, len(name), maxNameLen, good)
 	}
 	for _, c := range []byte(name) {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
-			return fmt.Errorf("%w: pgledger: Config.%s %q holds %q; want only ASCII letters, digits and underscores", ledger.ErrInvalidConfig, field, name, c)
+			return fmt.Errorf("%w: pgledger.Config.%s %q holds %q; want only ASCII letters, digits and underscores, such as %q", ledger.ErrInvalidConfig, field, name, c, good)
 		}
 	}
 	return nil
