@@ -101,14 +101,17 @@ func TestGitHubReconcilerFindsIssuesByMarker(t *testing.T) {
 	clock := time.Now()
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
 	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	// The store and the reconciler wait out the same settle time.
+	const settle = 20 * time.Second
 	store := ledger.NewMemory(ledger.MemoryConfig{Now: now})
-	tr := retrybudget.New(retrybudget.Config{Routes: []retrybudget.Route{presets.GitHub().At(srv.URL)},
+	route := presets.GitHub().At(srv.URL)
+	route.Config.SettleTime = settle // the provider's, as a preset would carry it
+	tr := retrybudget.New(retrybudget.Config{Routes: []retrybudget.Route{route},
 		Ledger: retrybudget.LedgerConfig{Store: store}})
 	client, err := rbgithub.NewClient("ghp_test", srv.URL, tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const settle = 20 * time.Second
 	rc, err := rbgithub.NewReconcilerAt(rbgithub.ReconcilerConfig{
 		Client: client, MarkerKey: markerKey, Settle: settle,
 		Repo: func(context.Context, ledger.Key) (string, string, error) { return "o", "r", nil },

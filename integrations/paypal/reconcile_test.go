@@ -93,17 +93,19 @@ func TestSubscriptionReconcilerSettlesHeldCancels(t *testing.T) {
 	clock := time.Now()
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
 	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	// The store and the reconciler wait out the same settle time.
+	const settle = 20 * time.Second
 	store := ledger.NewMemory(ledger.MemoryConfig{Now: now})
 	routes := presets.PayPalRoutes()
 	for i := range routes {
 		routes[i] = routes[i].At(srv.URL)
+		routes[i].Config.SettleTime = settle // the provider's, as a preset would carry it
 	}
 	tr := retrybudget.New(retrybudget.Config{Routes: routes, Ledger: retrybudget.LedgerConfig{Store: store}})
 	client, err := rbpaypal.NewClient("client", "secret", srv.URL, tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const settle = 20 * time.Second
 	rc, err := rbpaypal.NewSubscriptionReconcilerAt(rbpaypal.SubscriptionReconcilerConfig{
 		Client: client, Settle: settle,
 		Change: func(_ context.Context, k ledger.Key) (rbpaypal.StatusChange, error) {

@@ -137,13 +137,15 @@ func TestTwilioReconcilerSettlesHeldMessages(t *testing.T) {
 	clock := time.Now()
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
 	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	// The store and the reconciler wait out the same settle time.
+	const settle = 20 * time.Second
 	store := ledger.NewMemory(ledger.MemoryConfig{Now: now})
 	routes := presets.TwilioRoutes()
 	for i := range routes {
 		routes[i] = routes[i].At(srv.URL)
+		routes[i].Config.SettleTime = settle // the provider's, as a preset would carry it
 	}
 	tr := retrybudget.New(retrybudget.Config{Routes: routes, Ledger: retrybudget.LedgerConfig{Store: store}})
-	const settle = 20 * time.Second
 	rc, err := rbtwilio.NewReconcilerAt(rbtwilio.ReconcilerConfig{
 		AccountSID: "AC123", AuthToken: "token123", BaseURL: srv.URL, Message: smsFor, Settle: settle,
 	}, now)
