@@ -132,13 +132,15 @@ func (p *policy) newCall(req *http.Request) (*call, error) {
 		action = ScopedAction(action, p.cfg.ActionScope(req))
 	}
 	var origin Action // the action a redirect hop derives from
+	keyOf := action   // the action whose key the call sends
 	if hasAction && req.Response != nil {
 		// A hop of a redirect that http.Client follows is a request of
 		// its own, under an action derived from the first (redirect.go).
 		origin, action = action, redirectAction(action, redirectHop(req))
+		keyOf = hopKeyAction(origin, action, req, p.cfg.KeysHonoured)
 	}
 	callerKey := headerValue(req.Header, p.cfg.KeyHeader)
-	key, src, replaced, err := resolveKey(&p.keys, req.Method, callerKey, action, hasAction)
+	key, src, replaced, err := resolveKey(&p.keys, req.Method, callerKey, keyOf, hasAction)
 	if err != nil {
 		return nil, err
 	}

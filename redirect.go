@@ -23,7 +23,8 @@ import (
 // under a: the same tenant and operation, and a key derived from a's and
 // the hop number, so every run of a derives the same hop actions, each
 // with a record and an idempotency key of its own (a provider that keeps
-// a's key keeps it for the first URL, and may refuse it on another).
+// a's key keeps it for the first URL, and may refuse it on another),
+// except where the provider honours keys (hopKeyAction).
 func redirectAction(a Action, hop int) Action {
 	a.Key += "#redirect-" + strconv.Itoa(hop)
 	return a
@@ -38,4 +39,24 @@ func redirectHop(req *http.Request) int {
 		n++
 	}
 	return n
+}
+
+// hopKeyAction returns the action whose idempotency key a redirect hop
+// sends: hop's own, except where the provider honours keys (honoured) and
+// the redirect keeps the method and body (307, 308: RFC 9110 §15.4.8,
+// §15.4.9), where it is origin's. Such a hop is the same request sent
+// elsewhere, and may reach a provider that already applied it under
+// origin's key: a provider that redirects before it looks at the key (a
+// gateway, a moved resource) applied the first attempt at the old URL,
+// then redirects the retry; under a key of its own the hop would be
+// applied again. The ledger record stays hop's.
+func hopKeyAction(origin, hop Action, req *http.Request, honoured bool) Action {
+	if !honoured {
+		return hop
+	}
+	switch req.Response.StatusCode {
+	case http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return origin
+	}
+	return hop
 }
