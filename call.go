@@ -71,6 +71,10 @@ type call struct {
 	// resendable reports that an SDK's re-send of the call can be told
 	// (see resendIDs): the caller's request carries a key or a retry count.
 	resendable bool
+	// afterUnsafe reports that the call is a redirect hop of a request
+	// that was not idempotent, and that no ledger recorded that request:
+	// the request may have been applied (see unsafeHopReason).
+	afterUnsafe bool
 }
 
 // tried is what the call loop needs to know of one attempt.
