@@ -72,9 +72,10 @@ type call struct {
 	// (see resendIDs): the caller's request carries a key or a retry count.
 	resendable bool
 	// afterUnsafe reports that the call is a redirect hop of a request
-	// that was not idempotent, and that no ledger recorded that request:
-	// the request may have been applied (see unsafeHopReason).
-	afterUnsafe bool
+	// that was not idempotent, which may have been applied (see
+	// unsafeHopReason); unsafeRecorded, that a ledger recorded that
+	// request under the Action, so a rerun replays it.
+	afterUnsafe, unsafeRecorded bool
 }
 
 // tried is what the call loop needs to know of one attempt.

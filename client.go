@@ -124,11 +124,12 @@ func (t *Transport) check(req *http.Request) error {
 // newCall prepares the key, body and deadline of one call.
 func (p *policy) newCall(req *http.Request) (*call, error) {
 	action, hasAction := ActionFrom(req.Context())
-	// A hop of an unsafe request stands for it: under an Action and a
-	// ledger the request's record holds the redirect, and a rerun replays
-	// it; without, the hop's failure must not read as "nothing applied".
-	afterUnsafe := req.Response != nil && req.Response.Request != nil && !isIdempotent(req.Response.Request.Method) &&
-		!(hasAction && !p.noAction && p.cfg.Ledger.Store != nil)
+	// A hop of an unsafe request stands for it: its failure must not read
+	// as "nothing applied" (see unsafeHopReason).
+	afterUnsafe := req.Response != nil && req.Response.Request != nil && !isIdempotent(req.Response.Request.Method)
+	// Under an Action and a ledger the request's record holds the
+	// redirect, and a rerun replays it: running it again is safe.
+	unsafeRecorded := hasAction && !p.noAction && p.cfg.Ledger.Store != nil
 	// A safe method has no effect to deduplicate (RFC 9110 §9.2.1): it
 	// goes to the provider each time, unkeyed and outside the ledger, so
 	// a list's next page is no conflict and a read is never stale.
@@ -178,7 +179,7 @@ func (p *policy) newCall(req *http.Request) (*call, error) {
 	// write barrier its fields.
 	proto := call{p: p, req: req, header: req.Header, dest: p.cfg.Destination(req), deadline: deadline,
 		out: Outcome{Key: key, Route: p.routeName}, repeatable: repeatable, traced: traced,
-		resendable: callerKey != "" || retryCountValue(req.Header) != "", afterUnsafe: afterUnsafe}
+		resendable: callerKey != "" || retryCountValue(req.Header) != "", afterUnsafe: afterUnsafe, unsafeRecorded: unsafeRecorded}
 	var c *call
 	if traced {
 		tc := &tracedCall{call: proto}

@@ -64,14 +64,14 @@ func hopKeyAction(origin, hop Action, req *http.Request, honoured bool) Action {
 // unsafeHopReason is the reason a redirect hop of a request that was not
 // idempotent gives up with, and its cause: that request was applied (a
 // 303, RFC 9110 §15.4.4) or may have been (any 3xx to a POST: a provider
-// may apply it and redirect to the result, §15.4.2-3), and no ledger
-// recorded it. The hop's failure says nothing of it, so the call is
-// maybe applied, and a reason Next reads as StepRetry is ErrUncertain
-// instead (StepHold), its own reason kept in the cause: the worker's
-// next run would send the request again.
+// may apply it and redirect to the result, §15.4.2-3). The hop's failure
+// says nothing of it, so the call is maybe applied. Unless a ledger
+// recorded the request (a rerun replays its redirect), a reason Next
+// reads as StepRetry is ErrUncertain instead (StepHold), its own reason
+// kept in the cause: the worker's next run would send the request again.
 func (c *call) unsafeHopReason(reason, cause error) (error, error) {
 	c.out.MaybeApplied = true
-	if (Outcome{Reason: reason}).step() != StepRetry {
+	if c.unsafeRecorded || (Outcome{Reason: reason}).step() != StepRetry {
 		return reason, cause
 	}
 	return ErrUncertain, withCause(cause, reason)
