@@ -71,6 +71,11 @@ type call struct {
 	// resendable reports that an SDK's re-send of the call can be told
 	// (see resendIDs): the caller's request carries a key or a retry count.
 	resendable bool
+	// afterUnsafe reports that the call is a redirect hop of a request
+	// that was not idempotent, which may have been applied (see
+	// unsafeHopReason); unsafeRecorded, that a ledger recorded that
+	// request under the Action, so a rerun replays it.
+	afterUnsafe, unsafeRecorded bool
 }
 
 // tried is what the call loop needs to know of one attempt.
@@ -153,6 +158,16 @@ func (c *call) replay(o *ledger.Outcome) *http.Response {
 func (c *call) finish(resp *http.Response, cancel context.CancelFunc) *http.Response {
 	c.out.RetryAt = time.Time{}
 	c.settle(resp)
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.StatusCode != http.StatusNotModified &&
+		!c.repeatable && !isIdempotent(c.req.Method) {
+		// A redirect of a request that may have been applied (a 303
+		// was; a provider may apply any other and redirect) is kept as
+		// a give-up is: an SDK's re-send of the request, after its hop
+		// failed, gets the same redirect, and http.Client follows it to
+		// the hop's own give-up, instead of the first URL applying the
+		// request again (a 307 is temporary, RFC 9110 §15.4.8).
+		c.remember(resp, nil)
+	}
 	return c.attach(resp, cancel)
 }
 

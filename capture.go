@@ -113,7 +113,7 @@ func (c *Captured) Next(err error) (Step, Outcome) {
 	case calls.held:
 		return StepHold, calls.hold
 	case calls.n > 0:
-		step, o := calls.last.step(), calls.last
+		step, o := calls.last.advise()
 		if step == StepDone && err != nil {
 			o.Reason = err
 			return StepStop, o
@@ -123,7 +123,7 @@ func (c *Captured) Next(err error) (Step, Outcome) {
 	var e *Error
 	switch {
 	case errors.As(err, &e):
-		return e.Outcome.step(), e.Outcome
+		return e.Outcome.advise()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return StepRetry, Outcome{Class: ClassNotSent, Reason: err}
 	case err != nil:

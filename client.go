@@ -124,6 +124,12 @@ func (t *Transport) check(req *http.Request) error {
 // newCall prepares the key, body and deadline of one call.
 func (p *policy) newCall(req *http.Request) (*call, error) {
 	action, hasAction := ActionFrom(req.Context())
+	// A hop of an unsafe request stands for it: its failure must not read
+	// as "nothing applied" (see unsafeHopReason).
+	afterUnsafe := req.Response != nil && req.Response.Request != nil && !isIdempotent(req.Response.Request.Method)
+	// Under an Action and a ledger the request's record holds the
+	// redirect, and a rerun replays it: running it again is safe.
+	unsafeRecorded := hasAction && !p.noAction && p.cfg.Ledger.Store != nil
 	// A safe method has no effect to deduplicate (RFC 9110 §9.2.1): it
 	// goes to the provider each time, unkeyed and outside the ledger, so
 	// a list's next page is no conflict and a read is never stale.
@@ -132,13 +138,15 @@ func (p *policy) newCall(req *http.Request) (*call, error) {
 		action = ScopedAction(action, p.cfg.ActionScope(req))
 	}
 	var origin Action // the action a redirect hop derives from
+	keyOf := action   // the action whose key the call sends
 	if hasAction && req.Response != nil {
 		// A hop of a redirect that http.Client follows is a request of
 		// its own, under an action derived from the first (redirect.go).
 		origin, action = action, redirectAction(action, redirectHop(req))
+		keyOf = hopKeyAction(origin, action, req, p.cfg.KeysHonoured)
 	}
 	callerKey := headerValue(req.Header, p.cfg.KeyHeader)
-	key, src, replaced, err := resolveKey(&p.keys, req.Method, callerKey, action, hasAction)
+	key, src, replaced, err := resolveKey(&p.keys, req.Method, callerKey, keyOf, hasAction)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +179,7 @@ func (p *policy) newCall(req *http.Request) (*call, error) {
 	// write barrier its fields.
 	proto := call{p: p, req: req, header: req.Header, dest: p.cfg.Destination(req), deadline: deadline,
 		out: Outcome{Key: key, Route: p.routeName}, repeatable: repeatable, traced: traced,
-		resendable: callerKey != "" || retryCountValue(req.Header) != ""}
+		resendable: callerKey != "" || retryCountValue(req.Header) != "", afterUnsafe: afterUnsafe, unsafeRecorded: unsafeRecorded}
 	var c *call
 	if traced {
 		tc := &tracedCall{call: proto}
@@ -322,6 +330,10 @@ func (c *call) run() (*http.Response, error) {
 // one, else with an *Error.
 func (c *call) giveUp(resp *http.Response, err, reason error, cancel context.CancelFunc) (*http.Response, error) {
 	c.out.Reason = reason
+	if c.afterUnsafe {
+		reason, err = c.unsafeHopReason(reason, err)
+		c.out.Reason = reason
+	}
 	if c.numbered && c.out.Attempts == 0 && (c.led == nil || c.led.token == 0) {
 		// An SDK's numbered re-send that ends before sending anything:
 		// the SDK's earlier sends of the same call, given up on elsewhere

@@ -76,6 +76,15 @@ var (
 	// ErrBodyUnreadable means the request body could not be read to
 	// buffer it for retries; nothing was sent. The Cause is the read error.
 	ErrBodyUnreadable = errors.New("retrybudget: request body unreadable")
+
+	// ErrRedirectNotFollowed is the Reason Next reads into the Outcome of
+	// a redirect that reached the worker: http.Client follows every
+	// redirect it can, so a 3xx it returns was not followed (a POST whose
+	// body it cannot rewind, CheckRedirect, no Location), and the request
+	// was not applied at the new location. A 303 (applied, see other) and
+	// a 304 (a conditional GET's answer) are answers, not this. Next says
+	// StepStop: running it again gets the same redirect.
+	ErrRedirectNotFollowed = errors.New("retrybudget: the redirect was not followed")
 )
 
 // Error is the error the Transport returns when it gives up without a

@@ -23,8 +23,9 @@ const (
 	StepRetry
 	// StepStop: a final answer that running again cannot change: the
 	// provider rejected the request (ErrRejected), the action's key was
-	// reused for another request (ErrConflict), or the Action is invalid
-	// (ErrInvalidAction). Report it; do not retry.
+	// reused for another request (ErrConflict), the Action is invalid
+	// (ErrInvalidAction), or the answer is a redirect nobody followed
+	// (ErrRedirectNotFollowed). Report it; do not retry.
 	StepStop
 	// StepHold: the request may have been applied and the outcome is not
 	// known (ErrUncertain). Never run it again blindly: a Reconciler, or
@@ -60,16 +61,23 @@ func (s Step) String() string {
 // A response that did not come through a Transport is read by its status
 // alone: StepDone below 400, StepStop for a rejection (ClassBusiness),
 // else StepRetry.
+//
+// A redirect that reaches the worker was not followed: http.Client follows
+// every one it can. Its request was not applied at the new location (RFC
+// 9110 §15.4: a 301, 302, 307 or 308 names where to send it), so it is
+// StepStop with ErrRedirectNotFollowed, never StepDone; a 303 (See Other,
+// §15.4.4: the request was applied) and a 304 (a conditional GET's
+// answer, §15.4.5) are answers, StepDone.
 func Next(resp *http.Response, err error) (Step, Outcome) {
 	var e *Error
 	switch {
 	case errors.As(err, &e):
-		return e.Outcome.step(), e.Outcome
+		return e.Outcome.advise()
 	case err != nil:
 		return StepRetry, Outcome{}
 	}
 	if o, ok := OutcomeOf(resp); ok {
-		return o.step(), o
+		return o.advise()
 	}
 	if resp == nil {
 		return StepRetry, Outcome{}
@@ -77,21 +85,45 @@ func Next(resp *http.Response, err error) (Step, Outcome) {
 	o := Outcome{Class: classifyStatus(resp.StatusCode), StatusCode: resp.StatusCode}
 	switch o.Class {
 	case ClassSuccess:
-		return StepDone, o
+		return o.advise()
 	case ClassBusiness:
 		return StepStop, o
 	}
 	return StepRetry, o
 }
 
-// step is Next's rule for an Outcome the Transport produced.
+// advise is Next's rule for an Outcome the Transport produced, and the
+// Outcome as the worker reads it: an unfollowed redirect's with
+// ErrRedirectNotFollowed as its Reason. The Transport cannot set that
+// Reason itself: it does not know whether http.Client follows the
+// redirect, only a 3xx that reaches the worker tells.
+func (o Outcome) advise() (Step, Outcome) {
+	if o.Reason == nil && unfollowedRedirect(o.StatusCode) {
+		o.Reason = ErrRedirectNotFollowed
+	}
+	return o.step(), o
+}
+
+// unfollowedRedirect reports whether a final answer of status is a
+// redirect that was not followed: a 3xx other than 303 and 304, which are
+// answers in their own right.
+func unfollowedRedirect(status int) bool {
+	return status >= 300 && status < 400 && status != http.StatusSeeOther && status != http.StatusNotModified
+}
+
+// step is Next's rule for an Outcome's Reason; advise reads its status
+// first.
 func (o Outcome) step() Step {
 	switch {
 	case o.Reason == nil:
+		if unfollowedRedirect(o.StatusCode) {
+			return StepStop
+		}
 		return StepDone
 	case errors.Is(o.Reason, ErrUncertain):
 		return StepHold
-	case errors.Is(o.Reason, ErrRejected), errors.Is(o.Reason, ErrConflict), errors.Is(o.Reason, ErrInvalidAction):
+	case errors.Is(o.Reason, ErrRejected), errors.Is(o.Reason, ErrConflict), errors.Is(o.Reason, ErrInvalidAction),
+		errors.Is(o.Reason, ErrRedirectNotFollowed):
 		return StepStop
 	}
 	return StepRetry

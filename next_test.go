@@ -131,7 +131,7 @@ func TestOutcomesTableMatchesTheCode(t *testing.T) {
 		"ErrRejected": retrybudget.ErrRejected, "ErrPending": retrybudget.ErrPending,
 		"ErrConflict": retrybudget.ErrConflict, "ErrLedger": retrybudget.ErrLedger,
 		"ErrBodyNotReplayable": retrybudget.ErrBodyNotReplayable, "ErrInvalidAction": retrybudget.ErrInvalidAction,
-		"ErrBodyUnreadable": retrybudget.ErrBodyUnreadable,
+		"ErrBodyUnreadable": retrybudget.ErrBodyUnreadable, "ErrRedirectNotFollowed": retrybudget.ErrRedirectNotFollowed,
 	}
 	seen := 0
 	for _, line := range strings.Split(string(doc), "\n") {

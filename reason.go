@@ -27,6 +27,7 @@ var reasonCodes = [...]struct {
 	{ErrInvalidAction, "invalid_action"},
 	{ErrBodyUnreadable, "body_unreadable"},
 	{ErrNoCall, "no_call"},
+	{ErrRedirectNotFollowed, "redirect_not_followed"},
 	{context.Canceled, "canceled"},
 	{context.DeadlineExceeded, "deadline_exceeded"},
 }
