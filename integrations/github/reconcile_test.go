@@ -14,6 +14,8 @@ import (
 
 	"github.com/retrybudget/retrybudget"
 	rbgithub "github.com/retrybudget/retrybudget/integrations/github"
+	"github.com/retrybudget/retrybudget/integrations/internal/sdktest"
+	"github.com/retrybudget/retrybudget/internal/fakeclock"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/presets"
 )
@@ -51,7 +53,7 @@ func (tk *tracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if tk.drop {
 		tk.drop = false
-		cut(w)
+		sdktest.Cut(w)
 		return
 	}
 	var req github.IssueRequest
@@ -62,7 +64,7 @@ func (tk *tracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tk.issues = append(tk.issues, is)
 	if tk.lose {
 		tk.lose = false
-		cut(w)
+		sdktest.Cut(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -74,14 +76,6 @@ func (tk *tracker) count() int {
 	tk.mu.Lock()
 	defer tk.mu.Unlock()
 	return len(tk.issues)
-}
-
-// cut closes the connection without an answer.
-func cut(w http.ResponseWriter) {
-	conn, _, err := w.(http.Hijacker).Hijack()
-	if err == nil {
-		conn.Close()
-	}
 }
 
 var markerKey = []byte("reconcile-test-marker-key-32-bytes")
@@ -97,10 +91,8 @@ func TestGitHubReconcilerFindsIssuesByMarker(t *testing.T) {
 	tk := &tracker{}
 	srv := httptest.NewServer(tk)
 	defer srv.Close()
-	var mu sync.Mutex
-	clock := time.Now()
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	clock := fakeclock.New(time.Now())
+	now, advance := clock.Now, clock.Advance
 	// The store and the reconciler wait out the same settle time.
 	const settle = 20 * time.Second
 	store := ledger.NewMemory(ledger.MemoryConfig{Now: now})

@@ -13,7 +13,9 @@ import (
 	"github.com/plutov/paypal/v4"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/integrations/internal/sdktest"
 	rbpaypal "github.com/retrybudget/retrybudget/integrations/paypal"
+	"github.com/retrybudget/retrybudget/internal/fakeclock"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/presets"
 )
@@ -49,14 +51,14 @@ func (b *billing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && action == "cancel":
 		if b.drop {
 			b.drop = false
-			cut(w)
+			sdktest.Cut(w)
 			return
 		}
 		b.cancels++
 		b.status[id], b.updated[id] = "CANCELLED", time.Now().UTC().Truncate(time.Second)
 		if b.lose {
 			b.lose = false
-			cut(w)
+			sdktest.Cut(w)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -71,14 +73,6 @@ func (b *billing) cancelled() int {
 	return b.cancels
 }
 
-// cut closes the connection without an answer.
-func cut(w http.ResponseWriter) {
-	conn, _, err := w.(http.Hijacker).Hijack()
-	if err == nil {
-		conn.Close()
-	}
-}
-
 // TestSubscriptionReconcilerSettlesHeldCancels: a cancel whose answer was
 // lost is held (StepHold); the reconciler reads the subscription, finds it
 // cancelled since the action began and completes the action, so the next
@@ -89,10 +83,8 @@ func TestSubscriptionReconcilerSettlesHeldCancels(t *testing.T) {
 	b := &billing{status: map[string]string{"I-1": "ACTIVE", "I-2": "ACTIVE"}, updated: map[string]time.Time{"I-1": past, "I-2": past}}
 	srv := httptest.NewServer(b)
 	defer srv.Close()
-	var mu sync.Mutex
-	clock := time.Now()
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	clock := fakeclock.New(time.Now())
+	now, advance := clock.Now, clock.Advance
 	// The store and the reconciler wait out the same settle time.
 	const settle = 20 * time.Second
 	store := ledger.NewMemory(ledger.MemoryConfig{Now: now})

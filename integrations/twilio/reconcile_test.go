@@ -14,7 +14,9 @@ import (
 	twilioapi "github.com/twilio/twilio-go/rest/api/v2010"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/integrations/internal/sdktest"
 	rbtwilio "github.com/retrybudget/retrybudget/integrations/twilio"
+	"github.com/retrybudget/retrybudget/internal/fakeclock"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/presets"
 )
@@ -58,7 +60,7 @@ func (m *messaging) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if m.drop {
 		m.drop = false
-		cut(w)
+		sdktest.Cut(w)
 		return
 	}
 	r.ParseForm()
@@ -70,7 +72,7 @@ func (m *messaging) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.msgs = append(m.msgs, msg)
 	if m.lose {
 		m.lose = false
-		cut(w)
+		sdktest.Cut(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -82,14 +84,6 @@ func (m *messaging) created() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.creates
-}
-
-// cut closes the connection without an answer.
-func cut(w http.ResponseWriter) {
-	conn, _, err := w.(http.Hijacker).Hijack()
-	if err == nil {
-		conn.Close()
-	}
 }
 
 // smsFor is the worker's own rule: the message an order sends.
@@ -133,10 +127,8 @@ func TestTwilioReconcilerSettlesHeldMessages(t *testing.T) {
 	fake := &messaging{}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	var mu sync.Mutex
-	clock := time.Now()
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	clock := fakeclock.New(time.Now())
+	now, advance := clock.Now, clock.Advance
 	// The store and the reconciler wait out the same settle time.
 	const settle = 20 * time.Second
 	store := ledger.NewMemory(ledger.MemoryConfig{Now: now})

@@ -61,3 +61,12 @@ func Start(t *testing.T, s SDK) *fakes.Provider {
 	t.Cleanup(p.Close)
 	return p
 }
+
+// Cut closes a fake provider's connection without an answer, as a request
+// whose answer is lost: the client cannot tell whether it was applied.
+func Cut(w http.ResponseWriter) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err == nil {
+		conn.Close()
+	}
+}
