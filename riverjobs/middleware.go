@@ -61,9 +61,9 @@ func (m *Middleware) Work(ctx context.Context, job *rivertype.JobRow, doInner fu
 	r := &run{}
 	err = doInner(withRun(retrybudget.WithAction(ctx, a), r))
 
-	last, ok, calls, attempts := r.snapshot()
+	o, ok, calls, attempts := r.snapshot()
 	now := time.Now()
-	d := Decide(m.cfg, err, last, ok, snoozesIn(job.Metadata), now, m.spread())
+	d := Decide(m.cfg, err, o, ok, snoozesIn(job.Metadata), now, m.spread())
 	rep.Verb, rep.Calls, rep.Attempts, rep.At = d.Verb.String(), calls, attempts, now
 	rep.TotalAttempts += attempts
 	if o := d.Outcome; o != nil {

@@ -9,13 +9,14 @@ import (
 	"github.com/retrybudget/retrybudget"
 )
 
-// run is what the provider calls of one job run told: the Outcome of the
-// last call, and how many calls and attempts there were.
+// run is what the provider calls of one job run told: the Outcome the run
+// is decided on, and how many calls and attempts there were.
 type run struct {
 	mu       sync.Mutex // guards all below
 	calls    int
 	attempts int
 	last     retrybudget.Outcome
+	held     *retrybudget.Outcome // the first call whose Next is StepHold
 }
 
 // add records the Outcome of one call.
@@ -25,14 +26,25 @@ func (r *run) add(o retrybudget.Outcome) {
 	r.calls++
 	r.attempts += o.Attempts
 	r.last = o
+	if r.held == nil && holds(o) {
+		r.held = &o
+	}
 }
 
-// snapshot returns the last Outcome, whether there was one, and the call
-// and attempt counts.
-func (r *run) snapshot() (last retrybudget.Outcome, ok bool, calls, attempts int) {
+// snapshot returns the Outcome the run is decided on, whether there was
+// one, and the call and attempt counts. That Outcome is the first that
+// holds, if any call's does, else the last, as Captured.Next reads an SDK's
+// calls: a call that may have been applied and cannot be repeated holds the
+// job however the calls after it ended (an SDK's re-send that was refused,
+// a later call of the same run).
+func (r *run) snapshot() (o retrybudget.Outcome, ok bool, calls, attempts int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.last, r.calls > 0, r.calls, r.attempts
+	o = r.last
+	if r.held != nil {
+		o = *r.held
+	}
+	return o, r.calls > 0, r.calls, r.attempts
 }
 
 type runCtxKey struct{}

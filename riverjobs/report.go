@@ -9,8 +9,9 @@ import (
 )
 
 // Report is what the Middleware writes into a job's metadata, under
-// MetadataKey, after every run: the job's Action, the Outcome of its last
-// provider call and the verb River was given, so an operator reading the
+// MetadataKey, after every run: the job's Action, the Outcome of the
+// provider call the run was decided on (the first that holds, else the
+// last) and the verb River was given, so an operator reading the
 // job sees why it waits, was cancelled or is held.
 type Report struct {
 	// Verb is the Verb's name: "completed", "snoozed", "cancelled", "held",
@@ -22,9 +23,9 @@ type Report struct {
 	ActionKey string `json:"action_key,omitempty"`
 	// Key is the idempotency key sent to the provider.
 	Key string `json:"key,omitempty"`
-	// Class is the class of the last attempt.
+	// Class is the class of the decided call's last attempt.
 	Class string `json:"class,omitempty"`
-	// Status is the last response's status code; 0 without one.
+	// Status is the decided call's response status code; 0 without one.
 	Status int `json:"status,omitempty"`
 	// Attempts is the number of provider attempts in this run.
 	Attempts int `json:"attempts"`
@@ -35,7 +36,7 @@ type Report struct {
 	// Runs counts the runs of the job that reported, this one included
 	// (a run whose worker died reports nothing).
 	Runs int `json:"runs"`
-	// Replayed reports that the last call was answered by the ledger
+	// Replayed reports that the decided call was answered by the ledger
 	// from an earlier run: nothing was sent.
 	Replayed bool `json:"replayed,omitempty"`
 	// Reason says why the job did not complete: the Transport's reason or

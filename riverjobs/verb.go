@@ -65,8 +65,9 @@ type Decision struct {
 }
 
 // Decide maps how one run of a job ended to a River verb. err is what the
-// worker returned; o is the Outcome of its last provider call (ok false
-// when it made none through a recording Transport); snoozes is how many
+// worker returned; o is the Outcome of the run's provider calls, the first
+// that holds (retrybudget.StepHold) or else the last (ok false when it
+// made none through a recording Transport); snoozes is how many
 // times the job has been snoozed; now is the current time; spread is a
 // random extra time for a snooze, in [0, Config.SnoozeSpread].
 //
@@ -84,7 +85,10 @@ type Decision struct {
 func Decide(cfg Config, err error, o retrybudget.Outcome, ok bool, snoozes int, now time.Time, spread time.Duration) Decision {
 	cfg = cfg.withDefaults()
 	var rbErr *retrybudget.Error
-	if errors.As(err, &rbErr) {
+	// The worker's error speaks for the run, unless an earlier call holds:
+	// a call that may have been applied holds the job, whatever the
+	// worker did after it.
+	if errors.As(err, &rbErr) && (!ok || !holds(o)) {
 		o, ok = rbErr.Outcome, true
 	}
 	d := Decision{}
@@ -123,6 +127,12 @@ func Decide(cfg Config, err error, o retrybudget.Outcome, ok bool, snoozes int, 
 		d.Until = latest
 	}
 	return d
+}
+
+// holds reports whether o's call is left to a reconciler or an operator.
+func holds(o retrybudget.Outcome) bool {
+	step, _ := retrybudget.Next(nil, o.Err())
+	return step == retrybudget.StepHold
 }
 
 // notNow reports whether reason means "not now, come back at RetryAt" with

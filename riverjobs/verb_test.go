@@ -52,6 +52,7 @@ func TestDecide(t *testing.T) {
 		{name: "rejected", err: asErr(gaveUp(retrybudget.ErrRejected, retrybudget.ClassBusiness, time.Time{})), verb: riverjobs.VerbCancel},
 		{name: "conflict", err: asErr(gaveUp(retrybudget.ErrConflict, retrybudget.ClassBusiness, time.Time{})), verb: riverjobs.VerbCancel},
 		{name: "uncertain", err: asErr(gaveUp(retrybudget.ErrUncertain, retrybudget.ClassMaybeSent, time.Time{})), verb: riverjobs.VerbHold},
+		{name: "a later call's rate limit after a held call", err: asErr(gaveUp(retrybudget.ErrRateLimited, retrybudget.ClassCapacity, later)), o: gaveUp(retrybudget.ErrUncertain, retrybudget.ClassMaybeSent, time.Time{}), ok: true, verb: riverjobs.VerbHold},
 		{name: "uncertain, wrapped by the worker", err: fmt.Errorf("charge: %w", asErr(gaveUp(retrybudget.ErrUncertain, retrybudget.ClassMaybeSent, time.Time{}))), verb: riverjobs.VerbHold},
 	}
 	for _, tt := range tests {

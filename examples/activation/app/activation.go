@@ -109,16 +109,18 @@ func (s *service) sync(r *http.Request, a Activation) (string, time.Duration, er
 		return "", 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	// The sync is this handler's outside effect: mark it before it may
+	// happen, and do not send when the mark could not be written (with
+	// Atomic, a server that died after an unmarked sync would leave the
+	// action failed, to run again). The destination's key handling makes
+	// a repeat safe, which is why the middleware runs with RerunUncertain.
+	if err := idempotency.MarkEffect(r.Context()); err != nil {
+		return "", 0, err
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		var rerr *retrybudget.Error
 		if errors.As(err, &rerr) {
-			if rerr.MaybeApplied {
-				// The destination may have synced; its key handling
-				// makes a repeat safe, which is why the middleware runs
-				// with RerunUncertain.
-				idempotency.MarkEffect(r.Context())
-			}
 			return "", until(rerr.RetryAt), err
 		}
 		return "", 0, err
@@ -135,12 +137,8 @@ func (s *service) sync(r *http.Request, a Activation) (string, time.Duration, er
 		}
 		return "", wait, errRateLimited
 	case resp.StatusCode/100 != 2:
-		if out.MaybeApplied {
-			idempotency.MarkEffect(r.Context())
-		}
 		return "", until(out.RetryAt), errors.New("activation: destination answered " + strconv.Itoa(resp.StatusCode))
 	}
-	idempotency.MarkEffect(r.Context())
 	var sr struct {
 		SyncID string `json:"sync_id"`
 	}
