@@ -13,7 +13,7 @@
 --            microseconds of Redis TIME.
 -- ARGV[1]    the clock: 0 means Redis TIME; anything else is "now" in µs,
 --            which only tests send, to check the arithmetic against a fake
---            clock.
+--            clock; keys then live a minute longer (see keep).
 -- ARGV[2]    want: the number of requests (coalesced decisions), or the
 --            prefetch size. As many are granted as every limit has tokens
 --            for, in order: the first granted of them are granted.
@@ -53,7 +53,14 @@ if redis.replicate_commands then redis.replicate_commands() end
 -- tostring() would lose digits (it prints 14); redis.call() arguments are
 -- converted with full precision.
 local now = tonumber(ARGV[1])
+-- keep is added to every key's life (ms). Redis expires keys in its own
+-- time while a test's clock stands still between decisions, so with a
+-- test's clock a key lives a minute longer than its times need: a slow
+-- machine between two decisions must not expire what the clock says is
+-- still ahead.
+local keep = 60000
 if now == 0 then
+  keep = 0
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
@@ -90,7 +97,7 @@ if granted > 0 then
     vals[i + 2] = tat
     -- Once the TAT is in the past the key means the same as no key, so it
     -- may expire then; the extra millisecond covers rounding to ms.
-    redis.call('SET', KEYS[i + 2], tat, 'PX', math.ceil((tat - now) / 1000) + 1)
+    redis.call('SET', KEYS[i + 2], tat, 'PX', math.ceil((tat - now) / 1000) + 1 + keep)
   end
   -- Every request granted, the common case: nothing more to say.
   if granted == want then return {granted} end

@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,8 +84,14 @@ func queueDecisionMicros(t *testing.T, rdb *redis.Client, tenants int) float64 {
 // time at 9,000 tenants stays near its time at 100.
 func TestFairQueueCostDoesNotGrowWithTenants(t *testing.T) {
 	rdb := redistest.Start(t).Client(t) // private: the test resets its stats
-	few := queueDecisionMicros(t, rdb, 100)
-	many := queueDecisionMicros(t, rdb, 9000)
+	// The least of three interleaved rounds each: a loaded machine only
+	// ever adds time to a script run (Redis descheduled in the middle of
+	// it), so the least is the script's own cost.
+	few, many := math.Inf(1), math.Inf(1)
+	for range 3 {
+		few = min(few, queueDecisionMicros(t, rdb, 100))
+		many = min(many, queueDecisionMicros(t, rdb, 9000))
+	}
 	t.Logf("Redis µs per decision: %.1f at 100 tenants, %.1f at 9,000", few, many)
 	if many > 200 || many > 4*few+20 {
 		t.Fatalf("Redis µs per decision: %.1f at 9,000 tenants against %.1f at 100; want at most 200 and no growth", many, few)

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -151,10 +151,9 @@ func simulateOutage(cfg budget.Config, rate float64, maxAttempts int) float64 {
 }
 
 // TestPlanMatchesTransport sends calls through a real Transport to a
-// provider that always fails, and checks the attempts and the give-up
-// reason against the Plan. The policies keep every attempt far from the
-// deadline's edge (no MayMiss), so that scheduling noise cannot change the
-// answer.
+// provider that always fails, in virtual time (testing/synctest), and
+// checks the attempts and the give-up reason against the Plan. The
+// policies keep every attempt away from the deadline's edge (no MayMiss).
 func TestPlanMatchesTransport(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -187,15 +186,17 @@ func TestPlanMatchesTransport(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			// The provider answers at once, in the bubble's virtual time:
+			// the attempts' times are the policy's, whatever the machine's
+			// load.
+			cfg := tc.cfg
+			cfg.Base = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				h := http.Header{}
 				if tc.retryAfter != "" {
-					w.Header().Set("Retry-After", tc.retryAfter)
+					h.Set("Retry-After", tc.retryAfter)
 				}
-				w.WriteHeader(http.StatusServiceUnavailable)
-			}))
-			defer srv.Close()
-			tr := retrybudget.New(tc.cfg)
-			defer srv.Client().Transport.(*http.Transport).CloseIdleConnections()
+				return &http.Response{StatusCode: http.StatusServiceUnavailable, Header: h, Body: http.NoBody, Request: r}, nil
+			})
 
 			p := plan.FromConfig(tc.cfg)
 			p.AttemptDuration = -1 // a loopback 503 takes next to no time
@@ -209,16 +210,23 @@ func TestPlanMatchesTransport(t *testing.T) {
 				}
 			}
 
-			req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-			resp, err := tr.RoundTrip(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			out, _ := retrybudget.OutcomeOf(resp)
+			var out retrybudget.Outcome
+			synctest.Test(t, func(t *testing.T) {
+				req, _ := http.NewRequest(http.MethodGet, "http://provider.test/", nil)
+				resp, err := retrybudget.New(cfg).RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				out, _ = retrybudget.OutcomeOf(resp)
+			})
 			if out.Attempts != pl.Sendable || !errors.Is(out.Reason, pl.Reason) {
 				t.Errorf("Transport: %d attempts, %v; plan: %d, %v", out.Attempts, out.Reason, pl.Sendable, pl.Reason)
 			}
 		})
 	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -92,13 +92,10 @@ func TestGitHubReconcilerFindsIssuesByMarker(t *testing.T) {
 	srv := httptest.NewServer(tk)
 	defer srv.Close()
 	clock := fakeclock.New(time.Now())
-	now, advance := clock.Now, clock.Advance
 	// The store and the reconciler wait out the same settle time.
 	const settle = 20 * time.Second
-	store := ledger.NewMemory(ledger.MemoryConfig{Now: now})
-	route := presets.GitHub().At(srv.URL)
-	route.Config.SettleTime = settle // the provider's, as a preset would carry it
-	tr := retrybudget.New(retrybudget.Config{Routes: []retrybudget.Route{route},
+	store := ledger.NewMemory(ledger.MemoryConfig{Now: clock.Now})
+	tr := retrybudget.New(retrybudget.Config{Routes: sdktest.SettledRoutes([]retrybudget.Route{presets.GitHub()}, srv.URL, settle),
 		Ledger: retrybudget.LedgerConfig{Store: store}})
 	client, err := rbgithub.NewClient("ghp_test", srv.URL, tr)
 	if err != nil {
@@ -107,11 +104,11 @@ func TestGitHubReconcilerFindsIssuesByMarker(t *testing.T) {
 	rc, err := rbgithub.NewReconcilerAt(rbgithub.ReconcilerConfig{
 		Client: client, MarkerKey: markerKey, Settle: settle,
 		Repo: func(context.Context, ledger.Key) (string, string, error) { return "o", "r", nil },
-	}, now)
+	}, clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	create := func(order string) retrybudget.Step {
+	create := func(t *testing.T, order string) retrybudget.Step {
 		t.Helper()
 		a := retrybudget.Action{Tenant: "acme", Operation: "issue", Key: order}
 		ctx, cancel := context.WithTimeout(retrybudget.WithAction(context.Background(), a), 5*time.Second)
@@ -125,54 +122,16 @@ func TestGitHubReconcilerFindsIssuesByMarker(t *testing.T) {
 		step, _ := retrybudget.Next(nil, err)
 		return step
 	}
-	reconcile := func(order string) string {
-		t.Helper()
-		rec, err := store.Get(context.Background(), ledger.Key{Tenant: "acme", Operation: "issue", Key: order})
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := ledger.Reconcile(context.Background(), store, rc, []ledger.Record{rec}, "operator")
-		if len(done) != 1 || done[0].Err != nil {
-			t.Fatalf("Reconcile = %+v", done)
-		}
-		return done[0].Result()
-	}
-
 	// Decoys: the same title without a marker, and another order's issue.
-	if step := create("decoy"); step != retrybudget.StepDone {
+	if step := create(t, "decoy"); step != retrybudget.StepDone {
 		t.Fatalf("decoy: step %v", step)
 	}
-	tk.lose = true
-	if step := create("1001"); step != retrybudget.StepHold {
-		t.Fatalf("lost answer: step %v, want hold", step)
-	}
-	if got := reconcile("1001"); got != "completed" {
-		t.Fatalf("lost answer: reconciled %s, want completed (the issue exists)", got)
-	}
-	if step := create("1001"); step != retrybudget.StepDone {
-		t.Fatalf("rerun after completion: step %v, want done (replayed)", step)
-	}
-	if got := tk.count(); got != 2 {
-		t.Fatalf("issues = %d, want 2 (the decoy and 1001)", got)
-	}
-
-	tk.drop = true
-	if step := create("1002"); step != retrybudget.StepHold {
-		t.Fatalf("cut send: step %v, want hold", step)
-	}
-	if got := reconcile("1002"); got == "failed" || got == "completed" {
-		t.Fatalf("cut send inside the settle time: reconciled %s, want it left uncertain", got)
-	}
-	advance(settle + time.Second)
-	if got := reconcile("1002"); got != "failed" {
-		t.Fatalf("cut send after the settle time: reconciled %s, want failed", got)
-	}
-	if step := create("1002"); step != retrybudget.StepDone {
-		t.Fatalf("rerun after failed: step %v, want done", step)
-	}
-	if got := tk.count(); got != 3 {
-		t.Fatalf("issues = %d, want 3: one per order", got)
-	}
+	sdktest.HeldSends{
+		Store: store, Reconciler: rc, Tenant: "acme", Operation: "issue", Send: create,
+		Lose:    func() { tk.mu.Lock(); tk.lose = true; tk.mu.Unlock() },
+		Drop:    func() { tk.mu.Lock(); tk.drop = true; tk.mu.Unlock() },
+		Effects: tk.count, Settle: settle, Advance: clock.Advance,
+	}.Run(t, "1001", "1002", 1)
 }
 
 func TestMarkerIsKeyedAndOpaque(t *testing.T) {

@@ -84,16 +84,11 @@ func TestSubscriptionReconcilerSettlesHeldCancels(t *testing.T) {
 	srv := httptest.NewServer(b)
 	defer srv.Close()
 	clock := fakeclock.New(time.Now())
-	now, advance := clock.Now, clock.Advance
 	// The store and the reconciler wait out the same settle time.
 	const settle = 20 * time.Second
-	store := ledger.NewMemory(ledger.MemoryConfig{Now: now})
-	routes := presets.PayPalRoutes()
-	for i := range routes {
-		routes[i] = routes[i].At(srv.URL)
-		routes[i].Config.SettleTime = settle // the provider's, as a preset would carry it
-	}
-	tr := retrybudget.New(retrybudget.Config{Routes: routes, Ledger: retrybudget.LedgerConfig{Store: store}})
+	store := ledger.NewMemory(ledger.MemoryConfig{Now: clock.Now})
+	tr := retrybudget.New(retrybudget.Config{Routes: sdktest.SettledRoutes(presets.PayPalRoutes(), srv.URL, settle),
+		Ledger: retrybudget.LedgerConfig{Store: store}})
 	client, err := rbpaypal.NewClient("client", "secret", srv.URL, tr)
 	if err != nil {
 		t.Fatal(err)
@@ -103,11 +98,11 @@ func TestSubscriptionReconcilerSettlesHeldCancels(t *testing.T) {
 		Change: func(_ context.Context, k ledger.Key) (rbpaypal.StatusChange, error) {
 			return rbpaypal.StatusChange{ID: k.Key, Want: paypal.SubscriptionStatusCancelled}, nil
 		},
-	}, now)
+	}, clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cancel := func(id string) retrybudget.Step {
+	cancel := func(t *testing.T, id string) retrybudget.Step {
 		t.Helper()
 		a := retrybudget.Action{Tenant: "acme", Operation: "cancel", Key: id}
 		ctx, stop := context.WithTimeout(retrybudget.WithAction(context.Background(), a), 5*time.Second)
@@ -119,45 +114,10 @@ func TestSubscriptionReconcilerSettlesHeldCancels(t *testing.T) {
 		step, _ := retrybudget.Next(nil, err)
 		return step
 	}
-	reconcile := func(id string) string {
-		t.Helper()
-		rec, err := store.Get(context.Background(), ledger.Key{Tenant: "acme", Operation: "cancel", Key: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := ledger.Reconcile(context.Background(), store, rc, []ledger.Record{rec}, "operator")
-		if len(done) != 1 || done[0].Err != nil {
-			t.Fatalf("Reconcile = %+v", done)
-		}
-		return done[0].Result()
-	}
-
-	b.lose = true
-	if step := cancel("I-1"); step != retrybudget.StepHold {
-		t.Fatalf("lost answer: step %v, want hold", step)
-	}
-	if got := reconcile("I-1"); got != "completed" {
-		t.Fatalf("lost answer: reconciled %s, want completed (the subscription is cancelled)", got)
-	}
-	if step := cancel("I-1"); step != retrybudget.StepDone {
-		t.Fatalf("rerun after completion: step %v, want done (replayed)", step)
-	}
-
-	b.drop = true
-	if step := cancel("I-2"); step != retrybudget.StepHold {
-		t.Fatalf("cut send: step %v, want hold", step)
-	}
-	if got := reconcile("I-2"); got == "failed" || got == "completed" {
-		t.Fatalf("cut send inside the settle time: reconciled %s, want it left uncertain", got)
-	}
-	advance(settle + time.Second)
-	if got := reconcile("I-2"); got != "failed" {
-		t.Fatalf("cut send after the settle time: reconciled %s, want failed", got)
-	}
-	if step := cancel("I-2"); step != retrybudget.StepDone {
-		t.Fatalf("rerun after failed: step %v, want done", step)
-	}
-	if got := b.cancelled(); got != 2 {
-		t.Fatalf("cancels applied = %d, want 2: one per subscription", got)
-	}
+	sdktest.HeldSends{
+		Store: store, Reconciler: rc, Tenant: "acme", Operation: "cancel", Send: cancel,
+		Lose:    func() { b.mu.Lock(); b.lose = true; b.mu.Unlock() },
+		Drop:    func() { b.mu.Lock(); b.drop = true; b.mu.Unlock() },
+		Effects: b.cancelled, Settle: settle, Advance: clock.Advance,
+	}.Run(t, "I-1", "I-2", 0)
 }

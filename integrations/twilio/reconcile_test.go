@@ -128,65 +128,22 @@ func TestTwilioReconcilerSettlesHeldMessages(t *testing.T) {
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	clock := fakeclock.New(time.Now())
-	now, advance := clock.Now, clock.Advance
 	// The store and the reconciler wait out the same settle time.
 	const settle = 20 * time.Second
-	store := ledger.NewMemory(ledger.MemoryConfig{Now: now})
-	routes := presets.TwilioRoutes()
-	for i := range routes {
-		routes[i] = routes[i].At(srv.URL)
-		routes[i].Config.SettleTime = settle // the provider's, as a preset would carry it
-	}
-	tr := retrybudget.New(retrybudget.Config{Routes: routes, Ledger: retrybudget.LedgerConfig{Store: store}})
+	store := ledger.NewMemory(ledger.MemoryConfig{Now: clock.Now})
+	tr := retrybudget.New(retrybudget.Config{Routes: sdktest.SettledRoutes(presets.TwilioRoutes(), srv.URL, settle),
+		Ledger: retrybudget.LedgerConfig{Store: store}})
 	rc, err := rbtwilio.NewReconcilerAt(rbtwilio.ReconcilerConfig{
 		AccountSID: "AC123", AuthToken: "token123", BaseURL: srv.URL, Message: smsFor, Settle: settle,
-	}, now)
+	}, clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// reconcile settles an order's action as a Monitor would.
-	reconcile := func(order string) ledger.Reconciled {
-		t.Helper()
-		rec, err := store.Get(context.Background(), ledger.Key{Tenant: "acme", Operation: "sms", Key: order})
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := ledger.Reconcile(context.Background(), store, rc, []ledger.Record{rec}, "operator")
-		if len(done) != 1 || done[0].Err != nil {
-			t.Fatalf("Reconcile = %+v", done)
-		}
-		return done[0]
-	}
-
-	fake.lose = true
-	if step := sendSMS(t, srv.URL, tr, "1001"); step != retrybudget.StepHold {
-		t.Fatalf("lost answer: step %v, want hold", step)
-	}
-	if got := reconcile("1001").Result(); got != "completed" {
-		t.Fatalf("lost answer: reconciled %s, want completed (the message exists)", got)
-	}
-	if step := sendSMS(t, srv.URL, tr, "1001"); step != retrybudget.StepDone {
-		t.Fatalf("rerun after completion: step %v, want done (replayed)", step)
-	}
-	if got := fake.created(); got != 1 {
-		t.Fatalf("messages created = %d, want 1", got)
-	}
-
-	fake.drop = true
-	if step := sendSMS(t, srv.URL, tr, "1002"); step != retrybudget.StepHold {
-		t.Fatalf("cut send: step %v, want hold", step)
-	}
-	if got := reconcile("1002").Result(); got == "failed" || got == "completed" {
-		t.Fatalf("cut send inside the settle time: reconciled %s, want it left uncertain", got)
-	}
-	advance(settle + time.Second)
-	if got := reconcile("1002").Result(); got != "failed" {
-		t.Fatalf("cut send after the settle time: reconciled %s, want failed", got)
-	}
-	if step := sendSMS(t, srv.URL, tr, "1002"); step != retrybudget.StepDone {
-		t.Fatalf("rerun after failed: step %v, want done", step)
-	}
-	if got := fake.created(); got != 2 {
-		t.Fatalf("messages created = %d, want 2: one per order", got)
-	}
+	sdktest.HeldSends{
+		Store: store, Reconciler: rc, Tenant: "acme", Operation: "sms",
+		Send:    func(t *testing.T, order string) retrybudget.Step { return sendSMS(t, srv.URL, tr, order) },
+		Lose:    func() { fake.mu.Lock(); fake.lose = true; fake.mu.Unlock() },
+		Drop:    func() { fake.mu.Lock(); fake.drop = true; fake.mu.Unlock() },
+		Effects: fake.created, Settle: settle, Advance: clock.Advance,
+	}.Run(t, "1001", "1002", 0)
 }

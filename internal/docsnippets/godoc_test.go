@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Godoc code blocks are the indented blocks of a doc comment: gofmt writes
@@ -278,18 +277,5 @@ func TestGodocSnippetsCompile(t *testing.T) {
 	if len(all) == 0 {
 		t.Fatal("no Go code blocks found in the doc comments")
 	}
-	mods, err := localModules(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := scratch(dir, root, all, mods); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	out, err := vet(t, dir, root)
-	if err != nil {
-		t.Fatalf("%d Go blocks of doc comments: go vet failed: %v\n%s", len(all), err, out)
-	}
-	t.Logf("%d Go blocks of doc comments compile and vet clean (%v)", len(all), time.Since(start).Round(time.Millisecond))
+	compiles(t, root, all, "Go blocks of doc comments")
 }

@@ -355,6 +355,14 @@ func TestDocSnippetsCompile(t *testing.T) {
 	if len(all) == 0 {
 		t.Fatal("no ```go blocks found in README.md and docs/*.md")
 	}
+	compiles(t, root, all, "Go snippets of README.md and docs/*.md")
+}
+
+// compiles vets the snippets all, named what in messages, in a scratch
+// module that uses this checkout's modules (root), and fails naming the
+// file and line of each one that does not compile or vet.
+func compiles(t *testing.T, root string, all []snippet, what string) {
+	t.Helper()
 	mods, err := localModules(root)
 	if err != nil {
 		t.Fatal(err)
@@ -366,9 +374,9 @@ func TestDocSnippetsCompile(t *testing.T) {
 	start := time.Now()
 	out, err := vet(t, dir, root)
 	if err != nil {
-		t.Fatalf("%d Go snippets of README.md and docs/*.md: go vet failed: %v\n%s", len(all), err, out)
+		t.Fatalf("%d %s: go vet failed: %v\n%s", len(all), what, err, out)
 	}
-	t.Logf("%d Go snippets of README.md and docs/*.md compile and vet clean (%v)", len(all), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d %s compile and vet clean (%v)", len(all), what, time.Since(start).Round(time.Millisecond))
 }
 
 // TestBrokenSnippetNamesItsFileAndLine checks that a block that does not
