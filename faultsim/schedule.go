@@ -237,6 +237,7 @@ func drawSchedule(seed int64, w *World) *Schedule {
 	s := &Schedule{Seed: seed}
 	if w.Inbound && rng.IntN(4) == 0 {
 		s.Inbound = drawInbound(rng, w)
+		drawCrashes(seed, s.Inbound)
 		return s
 	}
 	s.Honours = rng.IntN(2) == 0
