@@ -46,7 +46,19 @@ import (
 //     a call and its SDK's re-send;
 //   - the inbound middleware is retried by its client while the handler
 //     runs (Atomic and not);
-//   - the provider honours idempotency keys, or not.
+//   - the provider honours idempotency keys, or not;
+//   - the provider answers at its edges (edge.go, drawn from a stream of
+//     their own): redirects (301, 302, 303, 307, 308) that the worker's
+//     http.Client follows, a 200 with an error body (GitHub GraphQL's
+//     RATE_LIMITED with data null, or with data; Shopify's THROTTLED),
+//     a body whose end comes late, a request it applies after the caller
+//     left, and each preset's documented refusal, under a drawn preset's
+//     Route (GitHub, Stripe, Shopify, OpenAI, Twilio, PayPal) or none;
+//   - an inbound handler's server process dies before or after
+//     MarkEffect, after its effect (outside the transaction, or inside it
+//     before COMMIT), or its MarkEffect write fails or loses its reply,
+//     and the server restarts under the same Owner or a new one
+//     (inboundcrash.go, drawn from a stream of their own).
 
 // point is a step of a call where a fault can strike.
 type point uint8
