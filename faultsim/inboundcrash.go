@@ -135,10 +135,9 @@ func (s serverAtomicStore) BeginAtomic(ctx context.Context, k ledger.Key, token 
 // process dies before its COMMIT.
 type serverTx struct {
 	ledger.AtomicTx
-	s      *serverStore
-	mu     sync.Mutex // guards ended
-	ended  bool
-	marked bool // MarkEffect's write reached the store (for the trace)
+	s     *serverStore
+	mu    sync.Mutex // guards ended
+	ended bool
 }
 
 func (tx *serverTx) end() bool {
