@@ -21,7 +21,14 @@
 //   - a streamed answer's first bytes reach the caller within a second
 //     (the Transport's read-ahead to store it), not when the stream ends;
 //   - an Atomic handler's transaction is all or nothing: its effect
-//     committed exactly when the action's record did.
+//     committed exactly when the action's record did;
+//   - done, never applied: no call Next reads as StepDone, and no record
+//     completed with a 2xx or a 303, for an action the provider never
+//     applied (a 200 that says "not processed", such as GitHub's GraphQL
+//     RATE_LIMITED, read as success);
+//   - a marked effect is not run again: once an inbound handler's
+//     MarkEffect returned and its server died, no later run of that
+//     action reaches the handler.
 //
 // A failing schedule prints its seed, its schedule, the broken invariants
 // and a trace; rerun it with -sim.seed=N (or RETRYBUDGET_SIM_SEED=N). A

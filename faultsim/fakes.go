@@ -83,6 +83,9 @@ func (p *simProvider) serve(req *http.Request) (*http.Response, error) {
 	if ci == nil {
 		return nil, errors.New("simulation: a request without its call")
 	}
+	if req.Method == http.MethodGet { // a redirect hop as a GET: a read, no effect
+		return p.read(req, ci.action), nil
+	}
 	if p.r.hook(ctx, atSend, false) {
 		return nil, errDead
 	}
@@ -99,7 +102,10 @@ func (p *simProvider) serve(req *http.Request) (*http.Response, error) {
 	if rs := p.r.s.Actions[ci.action].Replies; n <= len(rs) {
 		kind = rs[n-1]
 	}
-	key := req.Header.Get("Idempotency-Key")
+	key := req.Header.Get(p.r.s.keyHeader())
+	if resp, err, ok := p.edge(req, ci.action, n, kind, key); ok {
+		return resp, err
+	}
 	switch kind {
 	case replyUnavailable:
 		p.r.Logf("provider: action %d arrival %d: 503", ci.action, n)
@@ -120,16 +126,7 @@ func (p *simProvider) serve(req *http.Request) (*http.Response, error) {
 		case <-t.C:
 		}
 	}
-	p.mu.Lock()
-	applied := !p.honours || key == "" || !p.keys[key]
-	if applied {
-		p.effects[ci.action]++
-		p.byCall[ci.id]++
-		if p.honours && key != "" {
-			p.keys[key] = true
-		}
-	}
-	p.mu.Unlock()
+	applied := p.apply(ci, key)
 	p.r.Logf("provider: action %d arrival %d: %s, applied %v", ci.action, n, kind, applied)
 	if p.r.hook(ctx, atSend, true) {
 		return nil, errDead
@@ -141,6 +138,11 @@ func (p *simProvider) serve(req *http.Request) (*http.Response, error) {
 		return answer(req, http.StatusInternalServerError, nil, "oops"), nil
 	case kind == replyDrop:
 		return nil, errors.New("simulation: connection reset after the provider applied")
+	}
+	if resp, ok := p.edgeAnswer(req, ci.action, kind); ok {
+		return resp, nil
+	}
+	switch {
 	case p.r.s.Actions[ci.action].Stream:
 		return p.stream(req, ci.action), nil
 	}

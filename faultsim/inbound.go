@@ -23,6 +23,9 @@ type inboundSchedule struct {
 	// transactions.
 	Atomic bool
 	Keys   []inboundKey
+	// NewOwner restarts a dead server under an Owner of its own; else
+	// under the same one (a pod's name).
+	NewOwner bool
 }
 
 // inboundKey is one action of the inbound workload and its handler's
@@ -40,6 +43,9 @@ type inboundKey struct {
 	// CommitCut cuts the connection of the first run's COMMIT (Atomic in
 	// a world with World.Tx only); zero means no cut.
 	CommitCut Cut
+	// Crash is where the first run's server dies, or what becomes of its
+	// MarkEffect write; zero means neither.
+	Crash crashPoint
 }
 
 // TxWorld is a world's own transactions, for the inbound workload's Atomic
@@ -82,6 +88,9 @@ func (in *inboundSchedule) String() string {
 		if k.CommitCut != 0 {
 			fmt.Fprintf(&b, ", first run's COMMIT cut %s", k.CommitCut)
 		}
+		if k.Crash != crashNone {
+			fmt.Fprintf(&b, ", first run: %s (restart under a new Owner %v)", k.Crash, in.NewOwner)
+		}
 		b.WriteString("\n")
 	}
 	return b.String()
@@ -100,16 +109,35 @@ func (r *Run) runInbound() {
 	case in.Atomic:
 		store = &txStore{Store: r.store}
 	}
-	var mu sync.Mutex
+	var mu sync.Mutex // guards effects, runs, marked, srv and guard
 	effects, runs := map[int]int{}, map[int]int{}
+	marked := map[int]bool{} // keys whose effect a run marked and then died or lost
+	srv, nsrv := &server{id: 1}, 1
 	var guard http.Handler
 	handler := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		i, _ := strconv.Atoi(req.Header.Get("X-Sim-Key"))
 		mu.Lock()
 		run := runs[i]
 		runs[i]++
+		me, again := srv, marked[i]
 		mu.Unlock()
 		k := in.Keys[i]
+		crash := crashNone
+		if run == 0 {
+			crash = k.Crash
+		}
+		if again {
+			r.violate("a marked effect is not run again",
+				"inbound key %d: run %d reached the handler after a run marked its effect and died", i, run)
+		}
+		die := func(at crashPoint) bool {
+			if crash != at {
+				return false
+			}
+			r.Logf("FAULT key %d run %d: server %d %s", i, run, me.id, at)
+			me.dead.Store(true)
+			return true
+		}
 		status := 201
 		if run < len(k.Statuses) {
 			status = k.Statuses[run]
@@ -120,6 +148,9 @@ func (r *Run) runInbound() {
 			mu.Unlock()
 		}
 		inTx := false
+		if die(crashBeforeMark) {
+			return
+		}
 		if tw != nil && k.InTx {
 			var err error
 			if inTx, err = tw.Effect(req.Context(), i); err != nil {
@@ -132,17 +163,33 @@ func (r *Run) runInbound() {
 			inTx = true
 		}
 		if !inTx {
-			if err := idempotency.MarkEffect(req.Context()); err != nil {
+			err := idempotency.MarkEffect(context.WithValue(req.Context(), markFaultKey{}, crash))
+			if err != nil {
 				r.Logf("handler: key %d run %d: mark failed, no effect: %v", i, run, err)
 				w.WriteHeader(http.StatusServiceUnavailable)
 				return
 			}
+			if die(crashAfterMark) {
+				mu.Lock()
+				marked[i] = true
+				mu.Unlock()
+				return
+			}
 			apply()
+		}
+		if die(crashAfterEffect) {
+			mu.Lock()
+			marked[i] = marked[i] || !inTx
+			mu.Unlock()
+			return
 		}
 		r.Logf("handler: key %d run %d: effect done, answers %d", i, run, status)
 		if run == 0 && k.RetryMid {
 			rec := httptest.NewRecorder()
-			guard.ServeHTTP(rec, inboundRequest(i))
+			mu.Lock()
+			g := guard
+			mu.Unlock()
+			g.ServeHTTP(rec, inboundRequest(i))
 			r.Logf("client: key %d retried mid-handler: %d %s", i, rec.Code, rec.Header().Get("Content-Type"))
 		}
 		if run == 0 && k.CommitCut != 0 && status < 300 { // a failed answer rolls back: no COMMIT
@@ -151,14 +198,44 @@ func (r *Run) runInbound() {
 		}
 		w.WriteHeader(status)
 	})
-	guard = idempotency.New(idempotency.Config{Store: store, Tenant: func(*http.Request) string { return "acme" },
-		Atomic: in.Atomic, Lease: r.w.Lease, Owner: "server"})(handler)
+	// start starts server process n: the middleware over the store as
+	// that process reaches it.
+	start := func(n int) (*server, http.Handler) {
+		s := &server{id: n}
+		var st ledger.Store = &serverStore{Store: store, srv: s}
+		if _, ok := store.(ledger.Atomic); ok {
+			st = serverAtomicStore{st.(*serverStore)}
+		}
+		owner := "server"
+		if in.NewOwner {
+			owner += "-" + strconv.Itoa(n)
+		}
+		return s, idempotency.New(idempotency.Config{Store: st, Tenant: func(*http.Request) string { return "acme" },
+			Atomic: in.Atomic, Lease: r.w.Lease, Owner: owner})(handler)
+	}
+	srv, guard = start(nsrv)
 	for i := range in.Keys {
-		for try := range 4 {
+		// The client retries until it gets an answer, for at least three
+		// leases: past the lease of a run whose server died.
+		until := time.Now().Add(3 * r.w.Lease)
+		for try := 0; try < 4 || time.Now().Before(until); try++ {
+			mu.Lock()
+			if srv.dead.Load() { // the process manager restarts the server
+				nsrv++
+				srv, guard = start(nsrv)
+				r.Logf("server %d starts", nsrv)
+			}
+			me, g := srv, guard
+			mu.Unlock()
 			rec := httptest.NewRecorder()
-			guard.ServeHTTP(rec, inboundRequest(i))
+			g.ServeHTTP(rec, inboundRequest(i))
 			if tw != nil {
 				tw.CutCommit(0) // a run that committed nothing leaves the cut to no other
+			}
+			if me.dead.Load() { // the client's connection broke: it retries
+				r.Logf("client: key %d try %d: connection reset (server %d died)", i, try, me.id)
+				time.Sleep(r.w.Lease / 2)
+				continue
 			}
 			r.Logf("client: key %d try %d: %d retry-after %q", i, try, rec.Code, rec.Header().Get("Retry-After"))
 			retry := rec.Code >= 500 || (rec.Code == http.StatusConflict || rec.Code == http.StatusTooManyRequests) && rec.Header().Get("Retry-After") != ""

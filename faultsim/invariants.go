@@ -21,7 +21,7 @@ func (r *Run) checkCall(res callResult) {
 	applied, arrivals := r.prov.byCall[res.ci.id], r.prov.arrivals[a]
 	r.prov.mu.Unlock()
 	r.mu.Lock()
-	marks := r.marks[simActionKey(a).Key]
+	marks := r.marks[r.recordKey(a).Key]
 	limErrs, limRefusals := res.ci.limiterErrs, res.ci.limiterRefusals
 	r.mu.Unlock()
 	if res.ok || o.Replayed {
@@ -51,7 +51,7 @@ func (r *Run) checkCall(res callResult) {
 // its context ended while the store ran it) counts as a mark, since it
 // tells the next owner that a request may have left.
 func (r *Run) markedInStore(a int) bool {
-	rec, err := r.store.Get(context.Background(), simActionKey(a))
+	rec, err := r.store.Get(context.Background(), r.recordKey(a))
 	return err == nil && rec.Sending
 }
 
@@ -74,7 +74,7 @@ func (r *Run) checkEnd() {
 	}
 	now := time.Now()
 	for a := range r.s.Actions {
-		k := simActionKey(a)
+		k := r.recordKey(a)
 		r.prov.mu.Lock()
 		effects, arrivals := r.prov.effects[a], r.prov.arrivals[a]
 		r.prov.mu.Unlock()
@@ -91,6 +91,7 @@ func (r *Run) checkEnd() {
 		if r.s.NoLedger {
 			continue
 		}
+		r.checkRecordDone(ctx, a, effects)
 		rec, err := r.store.Get(ctx, k)
 		switch {
 		case errors.Is(err, ledger.ErrNotFound):

@@ -108,7 +108,15 @@ func simActionKey(a int) retrybudget.Action {
 
 // actionOf returns the action index of a ledger key, -1 if none.
 func actionOf(k ledger.Key) int {
-	n, err := strconv.Atoi(strings.TrimPrefix(k.Key, "order-"))
+	key, _, _ := strings.Cut(k.Key, "#redirect-") // a redirect hop's effect is its action's
+	if strings.HasPrefix(key, "\x1f") {           // scoped (retrybudget.ScopedAction): "\x1f<len>:<scope>order-N"
+		if n, rest, ok := strings.Cut(key[1:], ":"); ok {
+			if l, err := strconv.Atoi(n); err == nil && l <= len(rest) {
+				key = rest[l:]
+			}
+		}
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(key, "order-"))
 	if err != nil {
 		return -1
 	}

@@ -46,7 +46,19 @@ import (
 //     a call and its SDK's re-send;
 //   - the inbound middleware is retried by its client while the handler
 //     runs (Atomic and not);
-//   - the provider honours idempotency keys, or not.
+//   - the provider honours idempotency keys, or not;
+//   - the provider answers at its edges (edge.go, drawn from a stream of
+//     their own): redirects (301, 302, 303, 307, 308) that the worker's
+//     http.Client follows, a 200 with an error body (GitHub GraphQL's
+//     RATE_LIMITED with data null, or with data; Shopify's THROTTLED),
+//     a body whose end comes late, a request it applies after the caller
+//     left, and each preset's documented refusal, under a drawn preset's
+//     Route (GitHub, Stripe, Shopify, OpenAI, Twilio, PayPal) or none;
+//   - an inbound handler's server process dies before or after
+//     MarkEffect, after its effect (outside the transaction, or inside it
+//     before COMMIT), or its MarkEffect write fails or loses its reply,
+//     and the server restarts under the same Owner or a new one
+//     (inboundcrash.go, drawn from a stream of their own).
 
 // point is a step of a call where a fault can strike.
 type point uint8
@@ -139,7 +151,12 @@ const (
 
 var replyNames = [...]string{"ok", "500", "drop", "503", "429", "slow"}
 
-func (k replyKind) String() string { return replyNames[k] }
+func (k replyKind) String() string {
+	if k >= replyMoved301 {
+		return edgeReplyNames[k-replyMoved301]
+	}
+	return replyNames[k]
+}
 
 // simAction is one business action of the workload and its job's caller.
 type simAction struct {
@@ -156,6 +173,8 @@ type simAction struct {
 	// Again: the job queue (at least once) delivers the job once more,
 	// a redelivery delay after it finished.
 	Again bool
+	// GraphQL: the action is a GraphQL mutation (the GitHub preset).
+	GraphQL bool
 }
 
 // Schedule is one drawn run.
@@ -204,6 +223,9 @@ type Schedule struct {
 	Faults  []fault
 	// Inbound, when set, runs the inbound middleware workload instead.
 	Inbound *inboundSchedule
+	// Preset, when set, is the provider's preset: the Transports' route,
+	// the requests' path and the provider's answers (see drawEdges).
+	Preset *preset
 }
 
 // floodSize is the give-ups of a flood: more than any give-up memory a
@@ -227,6 +249,7 @@ func drawSchedule(seed int64, w *World) *Schedule {
 	s := &Schedule{Seed: seed}
 	if w.Inbound && rng.IntN(4) == 0 {
 		s.Inbound = drawInbound(rng, w)
+		drawCrashes(seed, s.Inbound)
 		return s
 	}
 	s.Honours = rng.IntN(2) == 0
@@ -277,6 +300,7 @@ func drawSchedule(seed int64, w *World) *Schedule {
 				s.Lags = append(s.Lags, lagEpisode{At: time.Duration(rng.Int64N(int64(3 * L))), Failover: rng.IntN(2) == 0})
 			}
 		}
+		drawEdges(seed, s)
 	}()
 	for range faults {
 		f := fault{Action: rng.IntN(n), Run: 1 + pick(70, 30), Point: point(rng.IntN(int(numPoints))), After: rng.IntN(2) == 0}
@@ -325,6 +349,9 @@ func (s *Schedule) String() string {
 		b.WriteString(s.Inbound.String())
 		return b.String()
 	}
+	if s.Preset != nil {
+		fmt.Fprintf(&b, "  preset %s\n", s.Preset.name)
+	}
 	fmt.Fprintf(&b, "  provider honours keys %v, SDK re-sends %v, identical requests %v, processes %d, redelivery after %v\n",
 		s.Honours, s.SDK, s.Twins, s.Procs, s.Redelivery)
 	if s.FairQueue || s.LimiterLatency > 0 {
@@ -333,7 +360,7 @@ func (s *Schedule) String() string {
 	fmt.Fprintf(&b, "  ledger %v, reconciler %s, monitor %s, limit %d/s, limiter outage %v+%v, flood %d, WaitReplicas %v, GetBody %v\n",
 		!s.NoLedger, s.Reconciler, s.Monitor, s.Limit, s.OutageFrom, s.OutageLen, s.Flood, s.WaitReplicas, s.GetBody)
 	for i, a := range s.Actions {
-		fmt.Fprintf(&b, "  action %d: start %v, deadline %v, replies %v, streamed %v, delivered again %v\n", i, a.Start, a.Deadline, a.Replies, a.Stream, a.Again)
+		fmt.Fprintf(&b, "  action %d: start %v, deadline %v, replies %v, streamed %v, delivered again %v, GraphQL %v\n", i, a.Start, a.Deadline, a.Replies, a.Stream, a.Again, a.GraphQL)
 	}
 	for _, f := range s.Faults {
 		fmt.Fprintf(&b, "  fault: %s\n", f)

@@ -46,7 +46,7 @@ func (r *Run) newProc() *simProc {
 	s := r.s
 	cfg := retrybudget.Config{
 		Base: procBase{p}, KeysHonoured: s.Honours, OmitKey: !s.Honours, Jitter: -1,
-		Budget: budget.Unlimited{}, Limiter: r.lim,
+		Budget: budget.Unlimited{}, Limiter: r.lim, Routes: r.routes(),
 		Ledger: retrybudget.LedgerConfig{Store: simStore{p}, Owner: "proc-" + strconv.Itoa(p.id),
 			Lease: r.w.Lease, Reconciler: r.reconciler(s.Reconciler)},
 	}
@@ -227,7 +227,7 @@ func (r *Run) call(a, run int, p *simProc) callResult {
 	res := callResult{ci: ci}
 	for n := 0; ; n++ {
 		req := r.request(ctx, a, n)
-		resp, err := p.tr.RoundTrip(req)
+		resp, err := r.send(p, req)
 		end := time.Now()
 		status := 0
 		if resp != nil {
@@ -248,6 +248,7 @@ func (r *Run) call(a, run int, p *simProc) callResult {
 		}
 		res.out, _ = captured.Last()
 		res.ok = err == nil && status < 300
+		r.checkDone(a, run, resp, err)
 		o := res.out
 		r.Logf("call: action %d run %d send %d (proc %d): status %d reason %v maybeApplied %v replayed %v repeated %v retryAt %v",
 			a, run, n, p.id, status, o.Reason, o.MaybeApplied, o.Replayed, o.Repeated, relTime(r.start, o.RetryAt))
@@ -291,7 +292,7 @@ func (r *Run) request(ctx context.Context, a, n int) *http.Request {
 	if r.s.Twins {
 		body = `{"amount":100}`
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+simHost+"/v1/charges", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+simHost+r.s.path(a), nil)
 	if err != nil {
 		panic(err)
 	}
@@ -330,7 +331,7 @@ func (r *Run) flood(p *simProc) {
 	for i := range r.s.Flood {
 		req, _ := http.NewRequest(http.MethodPost, "http://flood.sim/flood", strings.NewReader("{}"))
 		req.Header.Set("Idempotency-Key", fmt.Sprintf("flood-%d-%d", p.id, i))
-		resp, err := p.tr.RoundTrip(req)
+		resp, err := r.send(p, req)
 		if err == nil {
 			resp.Body.Close()
 		}
