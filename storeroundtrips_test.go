@@ -132,3 +132,52 @@ func TestStoreRoundTripsPerAction(t *testing.T) {
 		})
 	}
 }
+
+// unavailableOnce answers 503 to its first request and 200 after.
+type unavailableOnce struct {
+	mu   sync.Mutex // guards sent
+	sent int
+}
+
+func (u *unavailableOnce) RoundTrip(req *http.Request) (*http.Response, error) {
+	u.mu.Lock()
+	u.sent++
+	n := u.sent
+	u.mu.Unlock()
+	resp, err := canned{}.RoundTrip(req)
+	if n == 1 {
+		resp.StatusCode, resp.Status = http.StatusServiceUnavailable, "503 Service Unavailable"
+	}
+	return resp, err
+}
+
+// TestStoreRoundTripsPerActionWithARetry: a send followed by a retry is
+// recorded on its own, fenced, and the retry is marked right before it
+// leaves; the last send still rides with the outcome.
+func TestStoreRoundTripsPerActionWithARetry(t *testing.T) {
+	mem := ledger.NewMemory(ledger.MemoryConfig{})
+	store := &countingStore{Store: mem}
+	tr, _ := newFakeTransport(Config{Base: &unavailableOnce{}, KeysHonoured: true, Ledger: LedgerConfig{Store: store}})
+	act := Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
+	req, _ := http.NewRequestWithContext(WithAction(context.Background(), act), http.MethodPost,
+		"http://api.example/v1/charges", strings.NewReader(`{"amount":1999}`))
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	store.mu.Lock()
+	got := strings.Join(store.calls, " ")
+	store.mu.Unlock()
+	if want := "Reserve AddAttempt MarkSending Complete"; got != want {
+		t.Fatalf("store calls %q; want %q", got, want)
+	}
+	rec, err := mem.Get(context.Background(), ledger.Key{Tenant: "acme", Operation: "charge", Key: "order-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Attempts) != 3 || rec.Attempts[1].Class != ClassCapacity.String() || rec.Attempts[2].Class != ClassSuccess.String() {
+		t.Fatalf("history %+v; want the grant, the 503, the success", rec.Attempts)
+	}
+}
