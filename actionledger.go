@@ -50,6 +50,21 @@ type ledgerGate struct {
 	// unsaved reports that the last answer is one the provider saved
 	// nothing for (Classification.Unsaved): it is not the action's.
 	unsaved bool
+	// foldsMark asks the reservation to carry the sending mark
+	// (ledger.ReserveRequest.Sending): the request is repeatable under a
+	// key the destination honours, so a grant that dies before its send
+	// is re-sent under the key, not held.
+	foldsMark bool
+	// marked reports that the grant wrote the mark for the first send
+	// (ledger.Reservation.Sending); beforeSend clears it.
+	marked bool
+	// settlesAttempt reports that the store records the send Complete
+	// and Fail carry (ledger.Reservation.SettlesAttempt).
+	settlesAttempt bool
+	// unrecorded is the class of the last send while it is not yet in
+	// the action's history: it rides with the outcome, or is written on
+	// its own before the next send (recordSend).
+	unrecorded string
 }
 
 // reservation is the ledger's answer before the call sends anything: send
@@ -93,7 +108,10 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		// beforeSend marks the action before every send, so a lease
 		// that runs out before the first is provably unsent.
 		MarksSending: true,
-		Settle:       cfg.SettleTime,
+		// Or the grant carries the first mark, one round trip fewer,
+		// where a grant that dies unsent is re-sent under the key.
+		Sending: g.foldsMark,
+		Settle:  cfg.SettleTime,
 		// A request changed after an answer that left nothing behind (a
 		// validation failure the provider saved nothing for) is the
 		// action's corrected form: the failed record has no effect to
@@ -118,6 +136,7 @@ func (g *ledgerGate) reserve(ctx context.Context, body []byte, bodyErr error, no
 		return g.lapsed(ctx, res)
 	}
 	g.decided(res.Verdict, res.Path, res.Expired)
+	g.marked, g.settlesAttempt = res.Sending, res.SettlesAttempt
 	switch res.Verdict {
 	case ledger.VerdictCreated, ledger.VerdictRetry:
 		g.own(ctx, res.Token)
@@ -319,7 +338,8 @@ func (g *ledgerGate) lostLease() bool {
 // (nothing more is recorded: the record is that worker's); ErrLedger when
 // the mark could not be written, and then nothing was sent and the action
 // is failed with no effect possible, or left uncertain after an earlier
-// attempt.
+// attempt. The first attempt's mark is not written again when the grant
+// carried it (marked).
 func (g *ledgerGate) beforeSend(ctx context.Context) (stop, cause error) {
 	if g.token == 0 {
 		return nil, nil
@@ -328,6 +348,10 @@ func (g *ledgerGate) beforeSend(ctx context.Context) (stop, cause error) {
 		cause := g.notOwner(ctx, "renew", ledger.ErrNotOwner)
 		g.disown()
 		return ErrPending, cause
+	}
+	if g.marked {
+		g.marked = false
+		return nil, nil
 	}
 	sctx, cancel := g.storeContext(ctx, false)
 	err := g.cfg.Ledger.Store.MarkSending(sctx, g.key, g.token)
@@ -344,22 +368,37 @@ func (g *ledgerGate) beforeSend(ctx context.Context) (stop, cause error) {
 	return ErrLedger, err
 }
 
-// attempt records one send of class cls in the action's history. A token
-// found stale marks the lease lost, so no retry follows.
-func (g *ledgerGate) attempt(ctx context.Context, cls Class) {
-	if g.token == 0 {
-		return
+// attempt notes one send of class cls for the action's history. It is
+// written with the outcome (settle) or, when another send follows, before
+// it (recordSend): the success path's last send costs no round trip of its
+// own.
+func (g *ledgerGate) attempt(cls Class) {
+	if g.token != 0 {
+		g.unrecorded = cls.String()
 	}
+}
+
+// recordSend writes the last send noted by attempt in the action's history,
+// the fenced write between two sends, and reports whether the call still
+// owns its action. A token found stale marks the lease lost, so no retry
+// follows.
+func (g *ledgerGate) recordSend(ctx context.Context) bool {
+	if g.token == 0 || g.unrecorded == "" {
+		return !g.lostLease()
+	}
+	cls := g.unrecorded
+	g.unrecorded = ""
 	sctx, cancel := g.storeContext(ctx, true)
 	defer cancel()
-	if _, err := g.cfg.Ledger.Store.AddAttempt(sctx, g.key, g.token, cls.String()); err != nil {
+	if _, err := g.cfg.Ledger.Store.AddAttempt(sctx, g.key, g.token, cls); err != nil {
 		if errors.Is(err, ledger.ErrNotOwner) {
 			g.lost = true
 			g.notOwner(sctx, "attempt", err)
-			return
+		} else {
+			g.failed("attempt", err)
 		}
-		g.failed("attempt", err)
 	}
+	return !g.lostLease()
 }
 
 // settleWait bounds how long settling waits for a completed action's body
@@ -381,6 +420,12 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 	if g.keeper != nil {
 		g.keeper.Stop()
 	}
+	sent := g.unrecorded // the last send rides with the outcome
+	if !g.settlesAttempt {
+		// A store that does not know the field: record it on its own.
+		g.recordSend(ctx)
+		sent = ""
+	}
 	ctx, cancel := g.storeContext(ctx, true) // record even if the caller gave up
 	defer cancel()
 	// However it ends, a duplicate held as pending may go on from here.
@@ -400,13 +445,13 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 		case out.Reason != nil:
 			reason = out.Reason.Error()
 		}
-		f := ledger.Failure{EffectPossible: out.MaybeApplied || inFlight, Reason: reason}
+		f := ledger.Failure{EffectPossible: out.MaybeApplied || inFlight, Reason: reason, AttemptClass: sent}
 		if err := store.Fail(ctx, g.key, g.token, f); err != nil {
 			g.notOwner(ctx, "fail", err)
 		}
 		return
 	}
-	o := ledger.Outcome{Status: resp.StatusCode, Header: resp.Header, BodyOmitted: true, BodyLen: -1}
+	o := ledger.Outcome{Status: resp.StatusCode, Header: resp.Header, BodyOmitted: true, BodyLen: -1, AttemptClass: sent}
 	// An upgraded connection or an event stream is a stream, not a body to
 	// store: settling does not wait for it, and the caller reads it as it
 	// arrives.

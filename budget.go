@@ -54,9 +54,10 @@ func (c *call) next(cls Classification) (plan waitPlan, planned bool) {
 		plan.stop = ErrAttemptsExhausted
 	case !c.body.replayable():
 		plan.stop = ErrBodyNotReplayable
-	case c.led != nil && c.led.lostLease():
-		// Another worker took the action over: it is the owner now, and
-		// a retry from here would race it.
+	case c.led != nil && !c.led.recordSend(c.req.Context()):
+		// A retry follows: the send just made goes in the history first,
+		// fenced. Another worker took the action over: it is the owner
+		// now, and a retry from here would race it.
 		plan.stop = ErrPending
 	}
 	return plan, true

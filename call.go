@@ -284,7 +284,7 @@ func (c *call) report(a *tried) {
 		c.limit.cooldown(ctx, a.cls)
 	}
 	if c.led != nil {
-		c.led.attempt(ctx, a.cls.Class)
+		c.led.attempt(a.cls.Class)
 	}
 	if th := c.p.cfg.Throttle; th != nil {
 		th.Record(c.dest, a.end, a.cls.Class == ClassSuccess || a.cls.Class == ClassBusiness)

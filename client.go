@@ -201,7 +201,7 @@ func (p *policy) newCall(req *http.Request) (*call, error) {
 	}
 	if ledgered {
 		c.led = &ledgerGate{key: action, origin: origin, cfg: &p.cfg, caller: req, routeName: p.routeName, keyed: keyed,
-			deadline: deadline, clock: p.clock}
+			deadline: deadline, clock: p.clock, foldsMark: repeatable && p.cfg.KeysHonoured}
 	}
 	if p.cfg.Limiter != nil {
 		// The tenant of the action is the limiter's owner, for its

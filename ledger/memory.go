@@ -139,6 +139,7 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 	res.Expired = expired && res.Verdict == VerdictCreated
 	if in.Regrant && e.rec.State == StateInProgress && res.Verdict == e.granted {
 		res.Token, res.Record = e.token, e.rec.clone()
+		res.Sending, res.SettlesAttempt = req.Sending && res.Send, true
 		if res.Settling {
 			res.RetryAfter = e.rec.SettleUntil.Sub(now)
 		}
@@ -179,9 +180,14 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 		e.rec.Attempts = appendAttempt(e.rec.Attempts, m.cfg.HistoryCap(), Attempt{
 			At: now, Class: res.Verdict.String(), Owner: req.Owner, Token: e.token,
 		})
+		if req.Sending && res.Send {
+			// The grant carries the mark (ReserveRequest.Sending).
+			e.rec.Sending, e.rec.SettleUntil, res.Sending = true, now.Add(settle), true
+		}
 		res.Token = e.token
 		m.track(e)
 	}
+	res.SettlesAttempt = true
 	switch {
 	case res.Verdict == VerdictPending:
 		res.RetryAfter = e.rec.LeaseUntil.Sub(now)
@@ -229,10 +235,17 @@ func (m *Memory) AddAttempt(ctx context.Context, k Key, token int64, class strin
 	if err != nil {
 		return Attempt{}, err
 	}
-	e.rec.Attempts = appendAttempt(e.rec.Attempts, m.cfg.HistoryCap(), Attempt{At: now, Class: class, Owner: e.rec.Owner, Token: token})
-	e.rec.SettleUntil = now.Add(e.settle)
+	m.addAttempt(e, class, now)
 	m.track(e)
 	return e.rec.Attempts[len(e.rec.Attempts)-1], nil
+}
+
+// addAttempt appends a send of class to e's history at now and starts its
+// settle time, for AddAttempt and the send Complete and Fail carry.
+// addAttempt requires that m.mu is held.
+func (m *Memory) addAttempt(e *memoryEntry, class string, now time.Time) {
+	e.rec.Attempts = appendAttempt(e.rec.Attempts, m.cfg.HistoryCap(), Attempt{At: now, Class: class, Owner: e.rec.Owner, Token: e.token})
+	e.rec.SettleUntil = now.Add(e.settle)
 }
 
 // Complete implements Store.
@@ -248,6 +261,9 @@ func (m *Memory) Complete(ctx context.Context, k Key, token int64, o Outcome) er
 	if err != nil {
 		return err
 	}
+	if o.AttemptClass != "" {
+		m.addAttempt(e, o.AttemptClass, now)
+	}
 	e.rec.State = StateCompleted
 	e.rec.LeaseUntil = time.Time{}
 	e.rec.Outcome = stored
@@ -257,7 +273,11 @@ func (m *Memory) Complete(ctx context.Context, k Key, token int64, o Outcome) er
 
 // Fail implements Store.
 func (m *Memory) Fail(ctx context.Context, k Key, token int64, f Failure) error {
+	now := m.now()
 	return m.change(ctx, k, token, func(e *memoryEntry) {
+		if f.AttemptClass != "" {
+			m.addAttempt(e, f.AttemptClass, now)
+		}
 		e.rec.State = StateFailed
 		if f.EffectPossible {
 			e.rec.State = StateUncertain

@@ -34,6 +34,13 @@ type Outcome struct {
 	// while streaming it may set BodyOmitted, BodyHash and BodyLen itself;
 	// the store then keeps them as given.
 	BodyOmitted bool
+	// AttemptClass, when not empty, is the class of the send this outcome
+	// answers, recorded by Complete in the action's history in the same
+	// atomic step, exactly as AddAttempt(ctx, k, token, AttemptClass)
+	// would record it, settle time included; a store that does so says
+	// Reservation.SettlesAttempt. It is not part of the stored outcome: a
+	// replay's Outcome has it empty. Empty records no send.
+	AttemptClass string
 }
 
 // clone returns a deep copy, so a store's caller cannot alias its state.

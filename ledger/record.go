@@ -74,6 +74,11 @@ type Failure struct {
 	// Reason is kept with the record for operators. It must not contain
 	// secrets. Zero means no reason.
 	Reason string
+	// AttemptClass, when not empty, is the class of the owner's last
+	// send, recorded by Fail in the action's history in the same atomic
+	// step, exactly as AddAttempt would record it, settle time included
+	// (see Outcome.AttemptClass). Empty records no send.
+	AttemptClass string
 }
 
 // stuck reports whether Sweep lists r at now.

@@ -102,7 +102,9 @@ type RedisConfig struct {
 // expire with PEXPIREAT at their retention, extended to cover a live lease.
 //
 // Reserve and Complete cost one round trip each (EVALSHA; the first call
-// on a fresh server adds an EVAL). Sweep scans keys (see Sweep).
+// on a fresh server adds an EVAL), the sending mark and the last send's
+// history entry included when the caller folds them in
+// (ReserveRequest.Sending, Outcome.AttemptClass). Sweep scans keys (see Sweep).
 //
 // It needs Redis 5 or later: the scripts read TIME before writing, which
 // needs effects replication, the default since Redis 5.
@@ -205,6 +207,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		flag(req.Limited), flag(req.Reconciler), flag(req.KeysHonoured),
 		req.Key.Tenant, req.Key.Operation, req.Key.Key, newToken(), r.cfg.HistoryCap(),
 		nonce, flag(req.MarksSending), req.Instance, settle.Milliseconds(), flag(req.ReplacesFailed),
+		flag(req.Sending),
 	}
 	for _, c := range r.cfg.FingerprintKeys.Candidates(req.Fingerprint) {
 		args = append(args, c)
@@ -260,7 +263,10 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		in.StoredFingerprint = fields["fp"]
 		in.Fingerprint = r.cfg.FingerprintKeys.Match(fields["fp"], req.Fingerprint)
 	}
-	res := Reservation{Decision: Resolve(in), Token: token}
+	res := Reservation{Decision: Resolve(in), Token: token, SettlesAttempt: true}
+	// reserve.lua writes the mark with every grant that sends when asked;
+	// a regrant is the same request, whose first run wrote it.
+	res.Sending = req.Sending && res.Send && token != 0
 	if res.Verdict.String() != verdict {
 		return Reservation{}, fmt.Errorf("%w: script verdict %q, Resolve %q", ErrCorrupt, verdict, res.Verdict)
 	}
@@ -334,7 +340,8 @@ func (r *Redis) Complete(ctx context.Context, k Key, token int64, o Outcome) err
 	_, err = roundTrip(r, ctx, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, r.replicated(ctx, func(c redis.Scripter) (bool, error) {
 			err := r.fencedOn(ctx, c, r.complete, "complete", k, token,
-				s.Status, h, body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted), flag(len(r.cfg.EncryptionKeys) > 0))
+				s.Status, h, body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted), flag(len(r.cfg.EncryptionKeys) > 0),
+				o.AttemptClass, r.cfg.HistoryCap())
 			return err == nil, err
 		})
 	})
@@ -347,7 +354,7 @@ func (r *Redis) Fail(ctx context.Context, k Key, token int64, f Failure) error {
 	if f.EffectPossible {
 		st = StateUncertain
 	}
-	return r.fenced(ctx, r.fail, "fail", k, token, st.String(), f.Reason)
+	return r.fenced(ctx, r.fail, "fail", k, token, st.String(), f.Reason, f.AttemptClass, r.cfg.HistoryCap())
 }
 
 // MarkSending implements Store. With RedisConfig.WaitReplicas it waits for

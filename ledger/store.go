@@ -31,15 +31,19 @@ type Store interface {
 	AddAttempt(ctx context.Context, k Key, token int64, class string) (Attempt, error)
 	// Complete stores the destination's response and moves the action to
 	// StateCompleted. The store filters headers and caps the body as
-	// Config says.
+	// Config says. With Outcome.AttemptClass it first records that send
+	// in the history, as AddAttempt would, in the same atomic step.
 	Complete(ctx context.Context, k Key, token int64, o Outcome) error
 	// Fail gives the action up without an outcome: StateFailed when no
-	// effect was possible, StateUncertain otherwise.
+	// effect was possible, StateUncertain otherwise. With
+	// Failure.AttemptClass it first records that send in the history, as
+	// AddAttempt would, in the same atomic step.
 	Fail(ctx context.Context, k Key, token int64, f Failure) error
 	// MarkSending records that the owner is about to send (or run) the
 	// action, fenced by its token, and starts the send's settle time
 	// (Record.SettleUntil). An owner that reserved with
-	// ReserveRequest.MarksSending calls it before every send and does not
+	// ReserveRequest.MarksSending calls it before every send (the first
+	// excepted when Reservation.Sending says the grant wrote it) and does not
 	// send when it fails: a token that stopped being current (another
 	// owner took the action over) stops the next send, not only the
 	// first. The mark stays for the record's life: once any owner marked
@@ -111,6 +115,19 @@ type ReserveRequest struct {
 	// action is provably unsent, and the next Reserve takes it over to send (VerdictRetry)
 	// instead of treating it as possibly applied.
 	MarksSending bool
+	// Sending asks the store to write the sending mark with the grant, in
+	// the same atomic step, when the Verdict sends (VerdictCreated,
+	// VerdictRetry, VerdictResend): as if MarkSending ran at once, fenced
+	// by the new token, starting the settle time. It saves the caller the
+	// MarkSending before its first send, at a price: a caller that then
+	// stops before sending (a crash, a limiter wait that does not fit)
+	// leaves an action that reads as maybe sent, which the next Reserve
+	// re-sends only where keys are honoured and otherwise holds as
+	// uncertain. Ask for it only where a maybe-sent action is re-sent
+	// under a key the destination deduplicates. A store that does not
+	// know the field ignores it and leaves Reservation.Sending false; the
+	// caller then marks before the send as before.
+	Sending bool
 	// ReplacesFailed lets a request whose fingerprint differs from the
 	// stored one take over an action that failed without effect (see
 	// Resolve), its fingerprint then stored in place of the old: nothing
@@ -146,6 +163,18 @@ type Reservation struct {
 	// (the PostgreSQL store until its Purge), so an expiry older than that
 	// reads as absent.
 	Expired bool
+	// Sending reports that this grant wrote the sending mark, as
+	// ReserveRequest.Sending asked: the record is marked and its settle
+	// time started. False when the request did not ask, when the Verdict
+	// does not send, and from a store that does not know the field: then
+	// the caller calls MarkSending before its first send.
+	Sending bool
+	// SettlesAttempt reports that the store records the send that
+	// Complete and Fail carry (Outcome.AttemptClass,
+	// Failure.AttemptClass) in the action's history as AddAttempt would.
+	// False from a store that does not know those fields: the caller then
+	// records its last send with AddAttempt before settling.
+	SettlesAttempt bool
 }
 
 // Err returns nil when the caller may proceed (it owns the action, or gets

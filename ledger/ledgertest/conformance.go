@@ -62,6 +62,8 @@ var cases = []struct {
 	{"RestartedOwnerWaitsOutTheSettleTime", testRestartedOwnerWaitsOutTheSettleTime},
 	{"SendsRestartTheSettleTime", testSendsRestartTheSettleTime},
 	{"EverySendIsFenced", testEverySendIsFenced},
+	{"GrantCarriesTheMark", testGrantCarriesTheMark},
+	{"SettlingCarriesTheLastSend", testSettlingCarriesTheLastSend},
 }
 
 // Run runs the conformance suite, one subtest per case, each against a

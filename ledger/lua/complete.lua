@@ -11,12 +11,28 @@
 -- ARGV[6] body length
 -- ARGV[7] body omitted "1" or "0"
 -- ARGV[8] headers and body encrypted "1" or "0" (ledger.EncryptionKeys)
+-- ARGV[9] class of the send this outcome answers (Outcome.AttemptClass),
+--         recorded as attempt.lua would; "" records none
+-- ARGV[10] attempts kept (Config.MaxAttempts)
 --
 -- Returns 1, or 0 when the token is not current. The expiry is left
 -- alone: retention counts from creation.
 
-local f = redis.call('HMGET', KEYS[1], 'st', 'tok')
+local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd')
 if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
+-- The send this settles, recorded as attempt.lua records one: a history
+-- entry and the settle time started again (no sd: see mark.lua).
+if ARGV[9] ~= '' then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local function int(n) return string.format('%d', n) end
+  local n = redis.call('HINCRBY', KEYS[1], 'na', 1)
+  local a = cjson.encode({at = int(now), class = ARGV[9], owner = f[3], token = f[2]})
+  redis.call('HSET', KEYS[1], 'a' .. int(n), a, 'su', int(now + tonumber(f[4] or '30000')))
+  for i = n - tonumber(ARGV[10]), 1, -1 do
+    if redis.call('HDEL', KEYS[1], 'a' .. int(i)) == 0 then break end
+  end
+end
 
 redis.call('HSET', KEYS[1], 'st', 'completed', 'lu', '0',
   'os', ARGV[2], 'oh', ARGV[3], 'ob', ARGV[4], 'obh', ARGV[5],

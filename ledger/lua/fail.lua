@@ -5,11 +5,27 @@
 -- ARGV[1] fencing token
 -- ARGV[2] new state, "failed" or "uncertain"
 -- ARGV[3] reason
+-- ARGV[4] class of the owner's last send (Failure.AttemptClass), recorded
+--         as attempt.lua would; "" records none
+-- ARGV[5] attempts kept (Config.MaxAttempts)
 --
 -- Returns 1, or 0 when the token is not current.
 
-local f = redis.call('HMGET', KEYS[1], 'st', 'tok')
+local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd')
 if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
+-- The send this settles, recorded as attempt.lua records one: a history
+-- entry and the settle time started again (no sd: see mark.lua).
+if ARGV[4] ~= '' then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local function int(n) return string.format('%d', n) end
+  local n = redis.call('HINCRBY', KEYS[1], 'na', 1)
+  local a = cjson.encode({at = int(now), class = ARGV[4], owner = f[3], token = f[2]})
+  redis.call('HSET', KEYS[1], 'a' .. int(n), a, 'su', int(now + tonumber(f[4] or '30000')))
+  for i = n - tonumber(ARGV[5]), 1, -1 do
+    if redis.call('HDEL', KEYS[1], 'a' .. int(i)) == 0 then break end
+  end
+end
 
 redis.call('HSET', KEYS[1], 'st', ARGV[2], 'lu', '0', 'rs', ARGV[3])
 return 1

@@ -18,7 +18,9 @@
 -- ARGV[15] instance: the owner's run (ReserveRequest.Instance), "" if unknown
 -- ARGV[16] settle time of this grant's sends, ms (ReserveRequest.Settle)
 -- ARGV[17] replaces failed "1" or "0" (ReserveRequest.ReplacesFailed)
--- ARGV[18..] every stored fingerprint that matches the request (the
+-- ARGV[18] sending "1" or "0" (ReserveRequest.Sending): a grant that
+--          sends also writes the sending mark, as mark.lua would
+-- ARGV[19..] every stored fingerprint that matches the request (the
 --          request's fingerprint sealed under each key; see
 --          ledger.FingerprintKeys.Candidates)
 --
@@ -79,7 +81,7 @@ local function send(v)
 end
 
 local function matches(fp)
-  for i = 18, #ARGV do
+  for i = 19, #ARGV do
     if ARGV[i] == fp then return true end
   end
   return false
@@ -145,6 +147,11 @@ if token ~= '0' then
   -- A failed record takes the fingerprint of the request that takes it
   -- over, which may differ (Resolve).
   if st == 'failed' and ARGV[17] == '1' then redis.call('HSET', KEYS[1], 'fp', ARGV[1]) end
+  -- The grant carries the mark (ReserveRequest.Sending) where it sends:
+  -- a reconcile only asks, and marks before a send of its own.
+  if ARGV[18] == '1' and verdict ~= 'reconcile' then
+    redis.call('HSET', KEYS[1], 'sn', '1', 'su', int(now + tonumber(ARGV[16])))
+  end
   trim(n)
   -- The lease extends the retention: a record must outlive its owner.
   -- Dropped ledger.ExpiryGrace (3,600,000 ms) after it: see above.

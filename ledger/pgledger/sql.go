@@ -16,6 +16,8 @@ import "strings"
 //	$17 instance: the owner's run (ReserveRequest.Instance), '' if unknown
 //	$18 settle time of this grant's sends, ms (ReserveRequest.Settle)
 //	$19 replaces failed (ReserveRequest.ReplacesFailed)
+//	$20 sending (ReserveRequest.Sending): a grant that sends also writes
+//	    the sending mark and starts its settle time, as markSendingSQL
 //	$14 every stored fingerprint that matches the request
 //	    (ledger.FingerprintKeys.Candidates); $5 is the request's, sealed
 
@@ -62,6 +64,11 @@ END)`)
 var owns = verdict + ` IN ('created', 'retry', 'resend', 'reconcile')
   AND NOT (r.expires_at >= now() AND r.state = 'in-progress' AND r.nonce = $15)`
 
+// marks is true when a grant writes the sending mark with itself
+// (ReserveRequest.Sending): where it sends, not where a reconcile only
+// asks.
+const marks = `($20::boolean AND {{v}} IN ('created', 'retry', 'resend'))`
+
 // attemptJSON builds one history entry.
 const attemptJSON = `jsonb_build_object('n', %s, 'at', (extract(epoch FROM now()) * 1000000)::bigint,
   'class', %s, 'owner', %s, 'token', %s)`
@@ -73,7 +80,7 @@ const attemptJSON = `jsonb_build_object('n', %s, 'at', (extract(epoch FROM now()
 // ledger.Resolve).
 // (In an UPDATE or ON CONFLICT's SET, r.col is the value before the
 // update.)
-var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_at < now()").Replace(`
+var takeover = strings.NewReplacer("{{marks}}", strings.ReplaceAll(marks, "{{v}}", verdict), "{{v}}", verdict, "{{expired}}", "r.expires_at < now()").Replace(`
   tenant        = CASE WHEN {{expired}} THEN $2 ELSE r.tenant END,
   operation     = CASE WHEN {{expired}} THEN $3 ELSE r.operation END,
   action_key    = CASE WHEN {{expired}} THEN $4 ELSE r.action_key END,
@@ -98,10 +105,11 @@ var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_a
   granted_reclaim = NOT {{expired}} AND {{eff}} = 'in-progress' AND r.lease_until > now() AND ` + reclaim + `,
   granted_settling = NOT {{expired}} AND coalesce(r.settle_until > now(), false),
   settle_ms     = $18,
-  settle_until  = CASE WHEN {{expired}} THEN NULL ELSE r.settle_until END,
+  settle_until  = CASE WHEN {{marks}} THEN now() + $18::bigint * interval '1 millisecond'
+                       WHEN {{expired}} THEN NULL ELSE r.settle_until END,
   nonce         = $15,
   promised      = $16,
-  sending       = CASE WHEN {{expired}} THEN false ELSE r.sending END,
+  sending       = {{marks}} OR (NOT {{expired}} AND r.sending),
   status = CASE WHEN {{expired}} THEN NULL ELSE r.status END,
   header = CASE WHEN {{expired}} THEN NULL ELSE r.header END,
   body = CASE WHEN {{expired}} THEN NULL ELSE r.body END,
@@ -115,11 +123,11 @@ var takeover = strings.NewReplacer("{{v}}", verdict, "{{expired}}", "r.expires_a
 // decision owns it; otherwise it writes nothing and returns no row.
 var reserveSQL = `INSERT INTO {{table}} AS r (id, tenant, operation, action_key, fingerprint, state, owner,
   token, lease_until, created_at, expires_at, attempts, attempt_count, granted, granted_from, nonce, promised,
-  instance, settle_ms)
+  instance, settle_ms, sending, settle_until)
 VALUES ($1, $2, $3, $4, $5, 'in-progress', $6, $12, now() + $7::bigint * interval '1 millisecond', now(),
   greatest(now() + $8::bigint * interval '1 millisecond', now() + 2 * $7::bigint * interval '1 millisecond'),
   jsonb_build_array(` + sprintf(attemptJSON, `1`, `'created'`, `$6::text`, `$12::bigint`) + `), 1, 'created', 'absent',
-  $15, $16, $17, $18)
+  $15, $16, $17, $18, $20::boolean, CASE WHEN $20::boolean THEN now() + $18::bigint * interval '1 millisecond' END)
 ON CONFLICT (id) DO UPDATE SET` + strings.ReplaceAll(takeover, "{{eff}}", effState) + `
 WHERE ` + owns + `
 RETURNING ` + prefixed("r.", columns)
@@ -154,12 +162,25 @@ var attemptSQL = `UPDATE {{table}} SET attempts = ` +
 WHERE ` + fenced + `
 RETURNING attempt_count, now(), owner`
 
-const completeSQL = `UPDATE {{table}} SET state = 'completed', lease_until = NULL,
+// settledAttempt is the SET list that records the send a settling write
+// carries (ledger.Outcome.AttemptClass, ledger.Failure.AttemptClass) as
+// attemptSQL would: class is its parameter (” records none), limit the
+// attempts kept.
+func settledAttempt(class, limit string) string {
+	return sprintf(`attempts = CASE WHEN %s::text = '' THEN attempts ELSE `, class) +
+		capped(`attempts || `+sprintf(attemptJSON, `attempt_count + 1`, class+`::text`, `owner`, `token`), limit) + ` END,
+  attempt_count = attempt_count + CASE WHEN ` + class + `::text = '' THEN 0 ELSE 1 END,
+  settle_until = CASE WHEN ` + class + `::text = '' THEN settle_until ELSE now() + settle_ms * interval '1 millisecond' END`
+}
+
+// completeSQL stores the outcome; $10 and $11 are settledAttempt's.
+var completeSQL = `UPDATE {{table}} SET state = 'completed', lease_until = NULL,
   status = $3, header = $4, body = $5, body_hash = $6, body_len = $7, body_omitted = $8,
-  outcome_sealed = $9
+  outcome_sealed = $9, ` + settledAttempt(`$10`, `$11`) + `
 WHERE ` + fenced
 
-const failSQL = `UPDATE {{table}} SET state = $3, lease_until = NULL, reason = $4
+// failSQL gives the action up; $5 and $6 are settledAttempt's.
+var failSQL = `UPDATE {{table}} SET state = $3, lease_until = NULL, reason = $4, ` + settledAttempt(`$5`, `$6`) + `
 WHERE ` + fenced
 
 // sweepSQL lists stuck records in Sweep's order; its index covers it.

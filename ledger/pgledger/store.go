@@ -131,7 +131,7 @@ func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.
 			s.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 			req.Limited, req.Reconciler, req.KeysHonoured, ledger.NewToken(), s.cfg.HistoryCap(),
 			s.cfg.FingerprintKeys.Candidates(req.Fingerprint), req.Nonce, req.MarksSending, req.Instance,
-			settle.Milliseconds(), req.ReplacesFailed))
+			settle.Milliseconds(), req.ReplacesFailed, req.Sending))
 		switch {
 		case err == nil:
 			return s.granted(req, rec, m)
@@ -171,7 +171,8 @@ func (s *Store) granted(req ledger.ReserveRequest, rec ledger.Record, m meta) (l
 		in.Settling = m.grantedSettling
 	}
 	res := ledger.Reservation{Decision: ledger.Resolve(in), Record: rec, Token: m.token,
-		Expired: from == ledger.StateExpired}
+		Expired: from == ledger.StateExpired, SettlesAttempt: true}
+	res.Sending = req.Sending && res.Send // the statement marks such grants
 	if res.Verdict.String() != m.granted {
 		return ledger.Reservation{}, fmt.Errorf("%w: SQL granted %q, Resolve decides %q", ledger.ErrCorrupt, m.granted, res.Verdict)
 	}
@@ -219,14 +220,15 @@ func (s *Store) decide(ctx context.Context, req ledger.ReserveRequest) (ledger.R
 			}
 		}
 	}
-	res := ledger.Reservation{Decision: ledger.Resolve(in)}
+	res := ledger.Reservation{Decision: ledger.Resolve(in), SettlesAttempt: true}
 	if in.State == ledger.StateAbsent {
 		res.Record = ledger.Record{Key: req.Key}
 		return res, nil
 	}
 	res.Record = rec
 	if in.Regrant {
-		res.Token = m.token
+		// The grant this very request made, marked as it asked.
+		res.Token, res.Sending = m.token, req.Sending && res.Send
 	}
 	switch {
 	case res.Verdict == ledger.VerdictPending:
@@ -292,7 +294,8 @@ func (s *Store) Complete(ctx context.Context, k ledger.Key, token int64, o ledge
 	return s.fencedExec(ctx, "complete", k, token, args...)
 }
 
-// outcomeArgs returns the stored outcome as completeSQL's $3 to $9.
+// outcomeArgs returns the stored outcome as completeSQL's $3 to $9, and
+// the send it answers as $10 and $11.
 func (s *Store) outcomeArgs(k ledger.Key, o ledger.Outcome) ([]any, error) {
 	st := s.cfg.StoredOutcome(o)
 	h, err := json.Marshal(st.Header)
@@ -315,7 +318,8 @@ func (s *Store) outcomeArgs(k ledger.Key, o ledger.Outcome) ([]any, error) {
 			}
 		}
 	}
-	return []any{st.Status, h, body, st.BodyHash, st.BodyLen, st.BodyOmitted, len(s.cfg.EncryptionKeys) > 0}, nil
+	return []any{st.Status, h, body, st.BodyHash, st.BodyLen, st.BodyOmitted, len(s.cfg.EncryptionKeys) > 0,
+		o.AttemptClass, s.cfg.HistoryCap()}, nil
 }
 
 // MarkSending implements ledger.Store.
@@ -329,7 +333,7 @@ func (s *Store) Fail(ctx context.Context, k ledger.Key, token int64, f ledger.Fa
 	if f.EffectPossible {
 		st = ledger.StateUncertain
 	}
-	return s.fencedExec(ctx, "fail", k, token, st.String(), f.Reason)
+	return s.fencedExec(ctx, "fail", k, token, st.String(), f.Reason, f.AttemptClass, s.cfg.HistoryCap())
 }
 
 // fencedExec runs an owner's write, which changes exactly one row when
