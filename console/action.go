@@ -21,13 +21,29 @@ const (
 	maxReason = 1000
 )
 
-// find returns the swept record r's {ref} names, if op may see it.
+// find returns the held record r's {ref} names, if op may see it, or,
+// with the sealed key the page after settling carries (?k=), that record
+// whether held or not.
 func (h *handler) find(ctx context.Context, r *http.Request, op Operator) (ledger.Record, bool, error) {
+	want := r.PathValue("ref")
+	if sealed := r.URL.Query().Get("k"); sealed != "" {
+		k, err := h.unseal(sealed)
+		if err != nil || h.ref(k) != want || !h.visible(op, k.Tenant) {
+			return ledger.Record{}, false, nil
+		}
+		rec, err := h.cfg.Store.Get(ctx, k)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return ledger.Record{}, false, nil
+		}
+		return rec, err == nil, err
+	}
+	if hl, ok := h.cfg.Store.(ledger.HeldLister); ok {
+		return h.findIndexed(ctx, hl, want, op)
+	}
 	s, err := h.sweep(ctx, op)
 	if err != nil {
 		return ledger.Record{}, false, err
 	}
-	want := r.PathValue("ref")
 	for _, rec := range s.records {
 		if h.ref(rec.Key) == want {
 			return rec, true, nil
@@ -71,6 +87,7 @@ func (h *handler) actionPage(w http.ResponseWriter, r *http.Request) {
 		"Reason": rec.Reason, "Attempts": rec.Attempts,
 		"ReadOnly": h.cfg.ReadOnly, "CSRF": h.csrfToken(op.session), "AskName": op.Name == "",
 		"SettleAfter": h.settleAfter(rec), "InSettleTime": now.Before(h.settleAfter(rec)),
+		"Held": rec.Stuck(now), "Settlement": rec.Settlement, "Settled": r.URL.Query().Get("settled"),
 	}
 	if rec.Outcome != nil {
 		data["OutcomeStatus"] = rec.Outcome.Status
@@ -138,13 +155,26 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("A send may still reach the provider until %s: settling as not applied before then could send the action twice. Nothing was changed.", whenString(h.settleAfter(rec))))
 		return
 	}
-	// The audit trail rides in the record's Reason (kept with "not
-	// applied"; see docs/console.md for "applied").
-	res.Reason = fmt.Sprintf("%s (settled by %s at %s with the console)", reason, name, whenString(now))
+	// The audit trail: who, why and (by the store's clock) when, written
+	// with the resolution in one step (ledger.Settler).
+	res.Reason = reason
+	res.Settlement = &ledger.Settlement{By: name, Reason: reason}
+	if res.State == ledger.StateCompleted {
+		res.Settlement.Reference = strings.TrimSpace(r.PostFormValue("reference"))
+	}
+	if len(res.Settlement.Reference) > maxName {
+		h.message(w, r, http.StatusBadRequest, "Too long", fmt.Sprintf("Keep the provider's reference under %d characters.", maxName))
+		return
+	}
 	got, err := ledgercli.Resolve(ctx, h.cfg.Store, rec.Key, res, "console:"+name)
 	switch {
 	case errors.Is(err, ledger.ErrNotOwner):
-		h.message(w, r, http.StatusConflict, "Conflict", "Another operator or owner took this action over first; nothing was changed. Reload the list to see its state.")
+		text := "Another operator or owner took this action over first; nothing was changed. Reload the list to see its state."
+		if now, gerr := h.cfg.Store.Get(ctx, rec.Key); gerr == nil && now.Settlement != nil &&
+			(now.State == ledger.StateCompleted || now.State == ledger.StateFailed) {
+			text = "Nothing was changed: this action was " + ledgercli.SettledBy(*now.Settlement) + "."
+		}
+		h.message(w, r, http.StatusConflict, "Conflict", text)
 		return
 	case err != nil:
 		h.message(w, r, http.StatusBadGateway, "Store failed", "The ledger's store refused or failed; the action may be unchanged. Reload to see its state.")
@@ -157,7 +187,9 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 			"The store says a send may still reach the provider: the action stays uncertain. Try again later.")
 		return
 	}
-	v := url.Values{"settled": {h.ref(rec.Key)[:12]}, "as": {got.State.String()}}
-	// Relative to .../action/{ref}/settle: back to the console's root.
-	http.Redirect(w, r, base(r)+"?"+v.Encode(), http.StatusSeeOther)
+	// Relative to .../action/{ref}/settle: the action's page, which shows
+	// the settlement; the sealed key finds the action though it is no
+	// longer held.
+	v := url.Values{"k": {h.seal(rec.Key)}, "settled": {got.State.String()}}
+	http.Redirect(w, r, base(r)+"action/"+h.ref(rec.Key)+"?"+v.Encode(), http.StatusSeeOther)
 }

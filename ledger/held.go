@@ -22,6 +22,10 @@ type HeldLister interface {
 	Store
 	// Held returns one page of held actions matching q, oldest first.
 	Held(ctx context.Context, q HeldQuery) (HeldPage, error)
+	// StuckInProgress returns the actions in progress past their lease
+	// that the index may lack, found by a scan of at most maxKeys keys
+	// per node; complete reports that it covered every key.
+	StuckInProgress(ctx context.Context, maxKeys int) (stuck []Record, complete bool, err error)
 }
 
 // HeldQuery asks a HeldLister for one page.
