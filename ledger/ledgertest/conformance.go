@@ -62,6 +62,9 @@ var cases = []struct {
 	{"RestartedOwnerWaitsOutTheSettleTime", testRestartedOwnerWaitsOutTheSettleTime},
 	{"SendsRestartTheSettleTime", testSendsRestartTheSettleTime},
 	{"EverySendIsFenced", testEverySendIsFenced},
+	{"SettlementKeptWithTheResolution", testSettlementKeptWithTheResolution},
+	{"SettlementRefusesWhatItCannotKeep", testSettlementRefusesWhatItCannotKeep},
+	{"TwoOperatorsOneSettlement", testTwoOperatorsOneSettlement},
 }
 
 // Run runs the conformance suite, one subtest per case, each against a
