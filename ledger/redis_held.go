@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -246,18 +247,102 @@ func (r *Redis) heldRecords(ctx context.Context, entries []heldEntry) (held []Re
 // held actions without an entry in the held index (their owner died
 // without Fail), and returns them oldest lease first. complete reports
 // that the scan covered every key. Its cost grows with maxKeys, not with
-// the keyspace.
+// the keyspace: each batch of keys costs one pipeline reading three
+// fields of each record and the node's TIME, and whole records are read
+// only for the stuck ones.
 func (r *Redis) StuckInProgress(ctx context.Context, maxKeys int) (stuck []Record, complete bool, err error) {
 	if maxKeys <= 0 {
 		maxKeys = DefaultHeldExamine
 	}
-	recs, complete, err := r.scan(ctx, 0, maxKeys)
+	var (
+		mu      sync.Mutex // guards stuck, skipped and complete; ForEachMaster calls scan concurrently
+		skipped []error
+	)
+	complete = true
+	pattern := globEscape(r.prefix) + "{*}"
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		var cursor uint64
+		for seen := 0; ; {
+			keys, next, err := c.Scan(ctx, cursor, pattern, sweepBatch).Result()
+			if err != nil {
+				return err
+			}
+			seen += len(keys)
+			recs, bad, err := r.stuckLeases(ctx, c, keys)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			stuck = append(stuck, recs...)
+			skipped = append(skipped, bad...)
+			if next != 0 && seen >= maxKeys {
+				complete = false
+			}
+			mu.Unlock()
+			if next == 0 || seen >= maxKeys {
+				return nil
+			}
+			cursor = next
+		}
+	}
+	switch c := r.client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return scan(ctx, n) })
+	case *redis.Ring:
+		err = c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return scan(ctx, n) })
+	default:
+		err = scan(ctx, r.client)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("ledger: redis stuck scan: %w", err)
+	}
+	sortRecords(stuck)
+	return stuck, complete, corrupt(skipped)
+}
+
+// stuckLeases returns the records among keys, on one node, that are in
+// progress past their lease by that node's clock: a pipeline of the
+// state, lease and expiry of each, then one of the whole stuck records.
+func (r *Redis) stuckLeases(ctx context.Context, c redis.Cmdable, keys []string) (stuck []Record, skipped []error, err error) {
+	if len(keys) == 0 {
+		return nil, nil, nil
+	}
+	var tm *redis.TimeCmd
+	heads := make([]*redis.SliceCmd, len(keys))
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		tm = p.Time(ctx)
+		for i, k := range keys {
+			heads[i] = p.HMGet(ctx, k, "st", "lu", "ea")
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	now := tm.Val().UnixMilli()
+	var candidates []string
+	for i, h := range heads {
+		v := h.Val()
+		if len(v) != 3 || v[0] != StateInProgress.String() {
+			continue
+		}
+		lu, _ := v[1].(string)
+		ea, _ := v[2].(string)
+		l, err1 := strconv.ParseInt(lu, 10, 64)
+		e, err2 := strconv.ParseInt(ea, 10, 64)
+		if err1 != nil || err2 != nil || (now >= l && now <= e) {
+			candidates = append(candidates, keys[i]) // stuck, or unreadable: let decodeRecord judge
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, nil, nil
+	}
+	recs, bad, err := r.stuckIn(ctx, c, candidates)
 	for _, rec := range recs {
 		if rec.State == StateInProgress {
 			stuck = append(stuck, rec)
 		}
 	}
-	return stuck, complete, err
+	return stuck, bad, err
 }
 
 // corrupt joins the decoding errors of skipped records into one wrapping

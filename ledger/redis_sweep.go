@@ -35,29 +35,19 @@ const sweepBatch = 256
 // lists the others and returns them with an error wrapping ErrCorrupt
 // that names each skipped key.
 func (r *Redis) Sweep(ctx context.Context, limit int) ([]Record, error) {
-	out, _, err := r.scan(ctx, limit, 0)
-	return out, err
-}
-
-// scan is Sweep, stopping once it has limit stuck records (zero: no
-// limit) or has examined maxKeys keys of a node (zero: no bound).
-// complete reports that every key of every node was examined.
-func (r *Redis) scan(ctx context.Context, limit, maxKeys int) (out []Record, complete bool, err error) {
 	var (
-		mu      sync.Mutex // guards out, skipped and complete; ForEachMaster calls scan concurrently
+		mu      sync.Mutex // guards out and skipped; ForEachMaster calls scan concurrently
+		out     []Record
 		skipped []error
 	)
-	complete = true
 	pattern := globEscape(r.prefix) + "{*}"
 	scan := func(ctx context.Context, c redis.Cmdable) error {
 		var cursor uint64
-		seen := 0
 		for {
 			keys, next, err := c.Scan(ctx, cursor, pattern, sweepBatch).Result()
 			if err != nil {
 				return err
 			}
-			seen += len(keys)
 			if len(keys) > 0 {
 				recs, bad, err := r.stuckIn(ctx, c, keys)
 				if err != nil {
@@ -67,9 +57,6 @@ func (r *Redis) scan(ctx context.Context, limit, maxKeys int) (out []Record, com
 				out = append(out, recs...)
 				skipped = append(skipped, bad...)
 				enough := limit > 0 && len(out) >= limit
-				if enough && next != 0 {
-					complete = false
-				}
 				mu.Unlock()
 				if enough {
 					return nil
@@ -78,16 +65,11 @@ func (r *Redis) scan(ctx context.Context, limit, maxKeys int) (out []Record, com
 			if next == 0 {
 				return nil
 			}
-			if maxKeys > 0 && seen >= maxKeys {
-				mu.Lock()
-				complete = false
-				mu.Unlock()
-				return nil
-			}
 			cursor = next
 		}
 	}
 
+	var err error
 	switch c := r.client.(type) {
 	case *redis.ClusterClient:
 		err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return scan(ctx, n) })
@@ -97,16 +79,16 @@ func (r *Redis) scan(ctx context.Context, limit, maxKeys int) (out []Record, com
 		err = scan(ctx, r.client)
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("ledger: redis sweep: %w", err)
+		return nil, fmt.Errorf("ledger: redis sweep: %w", err)
 	}
 	sortRecords(out)
 	if limit > 0 && len(out) > limit {
-		out, complete = out[:limit], false
+		out = out[:limit]
 	}
 	if len(skipped) > 0 {
-		return out, complete, fmt.Errorf("ledger: redis sweep: skipped %d records that cannot be decoded: %w", len(skipped), errors.Join(skipped...))
+		return out, fmt.Errorf("ledger: redis sweep: skipped %d records that cannot be decoded: %w", len(skipped), errors.Join(skipped...))
 	}
-	return out, complete, nil
+	return out, nil
 }
 
 // stuckIn reads keys from one node and returns the stuck records among

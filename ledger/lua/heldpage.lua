@@ -30,9 +30,9 @@ local first = redis.call('ZRANGE', KEYS[1], 0, cap - 1)
 for _, id in ipairs(first) do
   local m = meta(id)
   if matches(m) then
-    local g = cjson.encode({m.t, m.o})
-    if not groups[g] then groups[g] = 0; order[#order + 1] = g end
-    groups[g] = groups[g] + 1
+    local g = m.t .. '\0' .. m.o -- a group's name: tenant and operation
+    if not groups[g] then groups[g] = {m.t, m.o, 0}; order[#order + 1] = g end
+    groups[g][3] = groups[g][3] + 1
   end
 end
 local total = redis.call('ZCARD', KEYS[1])
@@ -44,32 +44,38 @@ local page = {}
 local more = '0'
 local from = '(' .. ARGV[1]
 if ARGV[1] == '-inf' then from = '-inf' elseif ARGV[2] ~= '' then from = ARGV[1] end
--- ZRANGEBYSCORE, not ZRANGE BYSCORE: the store supports Redis 5.
-local batch = redis.call('ZRANGEBYSCORE', KEYS[1], from, '+inf', 'WITHSCORES', 'LIMIT', 0, cap)
+-- ZRANGEBYSCORE, not ZRANGE BYSCORE: the store supports Redis 5. Read in
+-- chunks, so a full page costs about its own size, not cap entries.
 local nextScore, nextMember = ARGV[1], ARGV[2]
-for i = 1, #batch, 2 do
-  local id, score = batch[i], batch[i + 1]
-  local after = true
-  if ARGV[2] ~= '' and tonumber(score) == tonumber(ARGV[1]) and id <= ARGV[2] then after = false end
-  if after then
-    local m = meta(id)
-    if matches(m) then
-      if #page / 3 >= want then more = '1'; break end
-      page[#page + 1] = id
-      page[#page + 1] = score
-      page[#page + 1] = tostring(m.v)
+local examined, chunk, done = 0, math.max(2 * want, 100), false
+while not done and examined < cap do
+  local n = math.min(chunk, cap - examined)
+  local batch = redis.call('ZRANGEBYSCORE', KEYS[1], from, '+inf', 'WITHSCORES', 'LIMIT', examined, n)
+  for i = 1, #batch, 2 do
+    local id, score = batch[i], batch[i + 1]
+    local after = true
+    if ARGV[2] ~= '' and tonumber(score) == tonumber(ARGV[1]) and id <= ARGV[2] then after = false end
+    if after then
+      local m = meta(id)
+      if matches(m) then
+        if #page / 3 >= want then more = '1'; done = true; break end
+        page[#page + 1] = id
+        page[#page + 1] = score
+        page[#page + 1] = tostring(m.v)
+      end
+      nextScore, nextMember = score, id
     end
-    nextScore, nextMember = score, id
   end
+  examined = examined + #batch / 2
+  if #batch / 2 < n then done = true end
+  if not done and examined >= cap then more = '1' end
 end
-if more == '0' and #batch / 2 >= cap then more = '1' end
 
 local out = {total, capped, more, nextScore, nextMember, #order}
 for _, g in ipairs(order) do
-  local tg = cjson.decode(g)
-  out[#out + 1] = tg[1]
-  out[#out + 1] = tg[2]
-  out[#out + 1] = groups[g]
+  out[#out + 1] = groups[g][1]
+  out[#out + 1] = groups[g][2]
+  out[#out + 1] = groups[g][3]
 end
 for _, x in ipairs(page) do out[#out + 1] = x end
 return out
