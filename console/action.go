@@ -88,11 +88,27 @@ func (h *handler) actionPage(w http.ResponseWriter, r *http.Request) {
 		"ReadOnly": h.cfg.ReadOnly, "CSRF": h.csrfToken(op.session), "AskName": op.Name == "",
 		"SettleAfter": h.settleAfter(rec), "InSettleTime": now.Before(h.settleAfter(rec)),
 		"Held": rec.Stuck(now), "Settlement": rec.Settlement, "Settled": r.URL.Query().Get("settled"),
+		"Sealed": h.seal(rec.Key),
 	}
 	if rec.Outcome != nil {
 		data["OutcomeStatus"] = rec.Outcome.Status
 	}
 	h.render(w, http.StatusOK, "action.html", data)
+}
+
+// settledBy describes the operator's settlement of the action the form's
+// sealed key (k) names, when one settled it: the conflict a second
+// operator is shown. Empty when there is none to name.
+func (h *handler) settledBy(ctx context.Context, r *http.Request, op Operator) string {
+	k, err := h.unseal(r.PostFormValue("k"))
+	if err != nil || h.ref(k) != r.PathValue("ref") || !h.visible(op, k.Tenant) {
+		return ""
+	}
+	rec, err := h.cfg.Store.Get(ctx, k)
+	if err != nil || rec.Settlement == nil || (rec.State != ledger.StateCompleted && rec.State != ledger.StateFailed) {
+		return ""
+	}
+	return ledgercli.SettledBy(*rec.Settlement)
 }
 
 // settle resolves the action as the form says, through ledgercli.Resolve,
@@ -146,7 +162,11 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 		h.message(w, r, http.StatusBadGateway, "Store failed", "The ledger's store failed or did not answer in time; nothing was changed.")
 		return
 	case !ok:
-		h.message(w, r, http.StatusConflict, "Not held", "This action is no longer held: another operator or a reconciler settled it, or it expired. Nothing was changed.")
+		text := "This action is no longer held: another operator or a reconciler settled it, or it expired. Nothing was changed."
+		if by := h.settledBy(ctx, r, op.Operator); by != "" {
+			text = "Nothing was changed: this action was " + by + "."
+		}
+		h.message(w, r, http.StatusConflict, "Not held", text)
 		return
 	}
 	now := h.now()
@@ -170,9 +190,8 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, ledger.ErrNotOwner):
 		text := "Another operator or owner took this action over first; nothing was changed. Reload the list to see its state."
-		if now, gerr := h.cfg.Store.Get(ctx, rec.Key); gerr == nil && now.Settlement != nil &&
-			(now.State == ledger.StateCompleted || now.State == ledger.StateFailed) {
-			text = "Nothing was changed: this action was " + ledgercli.SettledBy(*now.Settlement) + "."
+		if by := h.settledBy(ctx, r, op.Operator); by != "" {
+			text = "Nothing was changed: this action was " + by + "."
 		}
 		h.message(w, r, http.StatusConflict, "Conflict", text)
 		return
@@ -190,6 +209,9 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 	// Relative to .../action/{ref}/settle: the action's page, which shows
 	// the settlement; the sealed key finds the action though it is no
 	// longer held.
+	// Set by hand: http.Redirect would make it absolute from the path
+	// under any http.StripPrefix, losing the prefix.
 	v := url.Values{"k": {h.seal(rec.Key)}, "settled": {got.State.String()}}
-	http.Redirect(w, r, base(r)+"action/"+h.ref(rec.Key)+"?"+v.Encode(), http.StatusSeeOther)
+	w.Header().Set("Location", base(r)+"action/"+h.ref(rec.Key)+"?"+v.Encode())
+	w.WriteHeader(http.StatusSeeOther)
 }
