@@ -21,13 +21,29 @@ const (
 	maxReason = 1000
 )
 
-// find returns the swept record r's {ref} names, if op may see it.
+// find returns the held record r's {ref} names, if op may see it, or,
+// with the sealed key the page after settling carries (?k=), that record
+// whether held or not.
 func (h *handler) find(ctx context.Context, r *http.Request, op Operator) (ledger.Record, bool, error) {
+	want := r.PathValue("ref")
+	if sealed := r.URL.Query().Get("k"); sealed != "" {
+		k, err := h.unseal(sealed)
+		if err != nil || h.ref(k) != want || !h.visible(op, k.Tenant) {
+			return ledger.Record{}, false, nil
+		}
+		rec, err := h.cfg.Store.Get(ctx, k)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return ledger.Record{}, false, nil
+		}
+		return rec, err == nil, err
+	}
+	if hl, ok := h.cfg.Store.(ledger.HeldLister); ok {
+		return h.findIndexed(ctx, hl, want, op)
+	}
 	s, err := h.sweep(ctx, op)
 	if err != nil {
 		return ledger.Record{}, false, err
 	}
-	want := r.PathValue("ref")
 	for _, rec := range s.records {
 		if h.ref(rec.Key) == want {
 			return rec, true, nil
@@ -71,11 +87,28 @@ func (h *handler) actionPage(w http.ResponseWriter, r *http.Request) {
 		"Reason": rec.Reason, "Attempts": rec.Attempts,
 		"ReadOnly": h.cfg.ReadOnly, "CSRF": h.csrfToken(op.session), "AskName": op.Name == "",
 		"SettleAfter": h.settleAfter(rec), "InSettleTime": now.Before(h.settleAfter(rec)),
+		"Held": rec.Stuck(now), "Settlement": rec.Settlement, "Settled": r.URL.Query().Get("settled"),
+		"Sealed": h.seal(rec.Key),
 	}
 	if rec.Outcome != nil {
 		data["OutcomeStatus"] = rec.Outcome.Status
 	}
 	h.render(w, http.StatusOK, "action.html", data)
+}
+
+// settledBy describes the operator's settlement of the action the form's
+// sealed key (k) names, when one settled it: the conflict a second
+// operator is shown. Empty when there is none to name.
+func (h *handler) settledBy(ctx context.Context, r *http.Request, op Operator) string {
+	k, err := h.unseal(r.PostFormValue("k"))
+	if err != nil || h.ref(k) != r.PathValue("ref") || !h.visible(op, k.Tenant) {
+		return ""
+	}
+	rec, err := h.cfg.Store.Get(ctx, k)
+	if err != nil || rec.Settlement == nil || (rec.State != ledger.StateCompleted && rec.State != ledger.StateFailed) {
+		return ""
+	}
+	return ledgercli.SettledBy(*rec.Settlement)
 }
 
 // settle resolves the action as the form says, through ledgercli.Resolve,
@@ -129,7 +162,11 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 		h.message(w, r, http.StatusBadGateway, "Store failed", "The ledger's store failed or did not answer in time; nothing was changed.")
 		return
 	case !ok:
-		h.message(w, r, http.StatusConflict, "Not held", "This action is no longer held: another operator or a reconciler settled it, or it expired. Nothing was changed.")
+		text := "This action is no longer held: another operator or a reconciler settled it, or it expired. Nothing was changed."
+		if by := h.settledBy(ctx, r, op.Operator); by != "" {
+			text = "Nothing was changed: this action was " + by + "."
+		}
+		h.message(w, r, http.StatusConflict, "Not held", text)
 		return
 	}
 	now := h.now()
@@ -138,13 +175,25 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("A send may still reach the provider until %s: settling as not applied before then could send the action twice. Nothing was changed.", whenString(h.settleAfter(rec))))
 		return
 	}
-	// The audit trail rides in the record's Reason (kept with "not
-	// applied"; see docs/console.md for "applied").
-	res.Reason = fmt.Sprintf("%s (settled by %s at %s with the console)", reason, name, whenString(now))
+	// The audit trail: who, why and (by the store's clock) when, written
+	// with the resolution in one step (ledger.Settler).
+	res.Reason = reason
+	res.Settlement = &ledger.Settlement{By: name, Reason: reason}
+	if res.State == ledger.StateCompleted {
+		res.Settlement.Reference = strings.TrimSpace(r.PostFormValue("reference"))
+	}
+	if len(res.Settlement.Reference) > maxName {
+		h.message(w, r, http.StatusBadRequest, "Too long", fmt.Sprintf("Keep the provider's reference under %d characters.", maxName))
+		return
+	}
 	got, err := ledgercli.Resolve(ctx, h.cfg.Store, rec.Key, res, "console:"+name)
 	switch {
 	case errors.Is(err, ledger.ErrNotOwner):
-		h.message(w, r, http.StatusConflict, "Conflict", "Another operator or owner took this action over first; nothing was changed. Reload the list to see its state.")
+		text := "Another operator or owner took this action over first; nothing was changed. Reload the list to see its state."
+		if by := h.settledBy(ctx, r, op.Operator); by != "" {
+			text = "Nothing was changed: this action was " + by + "."
+		}
+		h.message(w, r, http.StatusConflict, "Conflict", text)
 		return
 	case err != nil:
 		h.message(w, r, http.StatusBadGateway, "Store failed", "The ledger's store refused or failed; the action may be unchanged. Reload to see its state.")
@@ -157,7 +206,12 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 			"The store says a send may still reach the provider: the action stays uncertain. Try again later.")
 		return
 	}
-	v := url.Values{"settled": {h.ref(rec.Key)[:12]}, "as": {got.State.String()}}
-	// Relative to .../action/{ref}/settle: back to the console's root.
-	http.Redirect(w, r, base(r)+"?"+v.Encode(), http.StatusSeeOther)
+	// Relative to .../action/{ref}/settle: the action's page, which shows
+	// the settlement; the sealed key finds the action though it is no
+	// longer held.
+	// Set by hand: http.Redirect would make it absolute from the path
+	// under any http.StripPrefix, losing the prefix.
+	v := url.Values{"k": {h.seal(rec.Key)}, "settled": {got.State.String()}}
+	w.Header().Set("Location", base(r)+"action/"+h.ref(rec.Key)+"?"+v.Encode())
+	w.WriteHeader(http.StatusSeeOther)
 }

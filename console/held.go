@@ -93,6 +93,10 @@ func stateName(r ledger.Record, now time.Time) string {
 }
 
 func (h *handler) heldPage(w http.ResponseWriter, r *http.Request) {
+	if hl, ok := h.cfg.Store.(ledger.HeldLister); ok {
+		h.indexedPage(w, r, hl)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
 	op := operatorOf(r)

@@ -63,6 +63,7 @@ func TestRedisClusterConformance(t *testing.T) {
 	client := c.Client(t)
 	ledgertest.Run(t, newRedisHarness(client))
 	t.Run("SweepEveryMaster", func(t *testing.T) { testSweepEveryMaster(t, client) })
+	t.Run("HeldIndex", func(t *testing.T) { testHeldIndex(t, client) })
 }
 
 // testSweepEveryMaster pins that Sweep scans every master, not just the

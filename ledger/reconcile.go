@@ -28,12 +28,31 @@ type Resolution struct {
 	// Reason is kept with the record for StateFailed and StateUncertain.
 	// It must not contain secrets.
 	Reason string
+	// Settlement, when set, makes the resolution an operator's: Settle
+	// then records it with the record (Record.Settlement), and State must
+	// be StateCompleted or StateFailed. Nil means a reconciler's finding,
+	// which keeps no trail.
+	Settlement *Settlement
 }
 
 // Settle records a Resolution for an action the caller owns, such as after
 // a VerdictReconcile reservation: Complete for StateCompleted, Fail
-// otherwise. Any other State is ErrInvalid and changes nothing.
+// otherwise. Any other State is ErrInvalid and changes nothing. A
+// Resolution with a Settlement goes to the store's Settler.Settle, which
+// writes the trail in the same step; a store that is not a Settler gets
+// Complete or Fail, with the trail in words in the Failure's Reason (the
+// trail of an applied settlement is then lost).
 func Settle(ctx context.Context, s Store, k Key, token int64, res Resolution) error {
+	if res.Settlement != nil {
+		if st, ok := s.(Settler); ok {
+			return st.Settle(ctx, k, token, res)
+		}
+		a, err := settlementOf(res)
+		if err != nil {
+			return err
+		}
+		res.Reason = fmt.Sprintf("%s (settled by %s)", a.Reason, a.By)
+	}
 	switch res.State {
 	case StateCompleted:
 		return s.Complete(ctx, k, token, res.Outcome)

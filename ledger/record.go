@@ -39,6 +39,10 @@ type Record struct {
 	Outcome *Outcome
 	// Reason is the reason given with Fail, for operators.
 	Reason string
+	// Settlement is the audit trail of the operator who settled the action
+	// last (Settler), kept through later grants until the record expires.
+	// Nil when no operator settled it.
+	Settlement *Settlement
 	// Attempts is the action's history, oldest first: one entry per
 	// ownership grant (Class is the granting Verdict: "created", "retry",
 	// "resend" or "reconcile") and one per send its owner reported with
@@ -90,6 +94,10 @@ func (r *Record) clone() Record {
 	c := *r
 	c.Outcome = r.Outcome.clone()
 	c.Attempts = slices.Clone(r.Attempts)
+	if r.Settlement != nil {
+		s := *r.Settlement
+		c.Settlement = &s
+	}
 	return c
 }
 

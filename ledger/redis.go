@@ -123,6 +123,9 @@ type Redis struct {
 	// One script per state change, each owned by the store, not by the
 	// package, so no mutable state is global.
 	reserve, renew, attempt, complete, fail, mark, tenant *redis.Script
+	// settle writes an operator's settlement (Settle); heldAdd, heldRead
+	// and heldPrune keep the held index (Held).
+	settle, heldAdd, heldRead, heldPrune *redis.Script
 }
 
 // NewRedis returns a Redis store using client. The store does not close
@@ -171,6 +174,10 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		mark:      redis.NewScript(markLua),
 		tenant:    redis.NewScript(tenantLua),
 		tenantMax: cfg.TenantMaxRecords,
+		settle:    redis.NewScript(settleLua),
+		heldAdd:   redis.NewScript(heldAddLua),
+		heldRead:  redis.NewScript(heldPageLua),
+		heldPrune: redis.NewScript(heldPruneLua),
 	}, nil
 }
 
@@ -348,11 +355,15 @@ func (r *Redis) Complete(ctx context.Context, k Key, token int64, o Outcome) err
 	return err
 }
 
-// Fail implements Store.
+// Fail implements Store. An action it makes uncertain is first entered
+// in the held index (Held): one more round trip, on that rare path only.
 func (r *Redis) Fail(ctx context.Context, k Key, token int64, f Failure) error {
 	st := StateFailed
 	if f.EffectPossible {
 		st = StateUncertain
+		if err := r.indexHeld(ctx, k); err != nil {
+			return err
+		}
 	}
 	return r.fenced(ctx, r.fail, "fail", k, token, st.String(), f.Reason, f.AttemptClass, r.cfg.HistoryCap())
 }

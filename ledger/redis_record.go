@@ -32,6 +32,9 @@ import (
 //	oe        "1" when oh and ob are encrypted (EncryptionKeys.Seal), "0"
 //	          when stored plain; absent in records written before it was
 //	          kept, which EncryptionKeys.Open judges by the data
+//	xb xr xa  an operator's settlement (Record.Settlement): by, reason,
+//	xp xf     at (Unix ms), "1" when applied, reference; absent when no
+//	          operator settled the action
 
 // attemptJSON is one attempt as the scripts encode it. Numbers travel as
 // strings because Lua's cjson prints doubles with 14 significant digits.
@@ -57,6 +60,9 @@ func decodeRecord(f map[string]string, keys EncryptionKeys) (Record, error) {
 		Sending:     f["sn"] == "1",
 	}
 	var err error
+	if r.Settlement, err = decodeSettlement(f); err != nil {
+		return Record{}, err
+	}
 	if r.State, err = ParseState(f["st"]); err != nil || r.State == StateAbsent || r.State == StateExpired {
 		return bad("st")
 	}

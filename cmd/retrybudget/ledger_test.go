@@ -66,11 +66,14 @@ func TestLedgerCommandRedis(t *testing.T) {
 		t.Fatalf("list uncertain: %d %q", code, out)
 	}
 
-	if code, _, errs := cli("resolve", "--url", url, "--tenant", "acme", "--operation", "charge", "--key", "order-10", "--failed"); code != 1 || !strings.Contains(errs, "not the action's owner") {
+	if code, _, errs := cli("resolve", "--url", url, "--tenant", "acme", "--operation", "charge", "--key", "order-9", "--failed"); code != 2 || !strings.Contains(errs, "--reason is required") {
+		t.Fatalf("resolving without a reason: %d %s", code, errs)
+	}
+	if code, _, errs := cli("resolve", "--url", url, "--tenant", "acme", "--operation", "charge", "--key", "order-10", "--failed", "--reason", "r"); code != 1 || !strings.Contains(errs, "not the action's owner") {
 		t.Fatalf("resolving a live action: %d %s", code, errs)
 	}
 	if code, out, errs := cli("resolve", "--url", url, "--tenant", "acme", "--operation", "charge", "--key", "order-9",
-		"--completed", "--status", "201", "--body", `{"id":"ch_9"}`); code != 0 {
+		"--completed", "--status", "201", "--body", `{"id":"ch_9"}`, "--reason", "in the provider's dashboard", "--reference", "ch_9", "--owner", "alice"); code != 0 {
 		t.Fatalf("resolve: %d %s %s", code, out, errs)
 	}
 	if err := s.Complete(t.Context(), k, dead.Token, ledger.Outcome{Status: 500}); err == nil {
@@ -80,6 +83,13 @@ func TestLedgerCommandRedis(t *testing.T) {
 	var shown ledger.Record
 	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || shown.State != ledger.StateCompleted || string(shown.Outcome.Body) != `{"id":"ch_9"}` {
 		t.Fatalf("show: %d %s %s", code, out, errs)
+	}
+	if st := shown.Settlement; st == nil || st.By != "alice" || st.Reason != "in the provider's dashboard" || st.Reference != "ch_9" || !st.Applied || st.At.IsZero() {
+		t.Fatalf("show prints the settlement %+v; want alice's, applied, with its reason, reference and time:\n%s", st, out)
+	}
+	if code, _, errs := cli("resolve", "--url", url, "--tenant", "acme", "--operation", "charge", "--key", "order-9", "--failed", "--reason", "late", "--owner", "bob"); code != 1 ||
+		!strings.Contains(errs, "already settled as applied by alice") {
+		t.Fatalf("a second resolution: %d %s; want a conflict naming alice's settlement", code, errs)
 	}
 	replay, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: k, Fingerprint: "fp"})
 	if err != nil || replay.Verdict != ledger.VerdictReplayed || replay.Record.Outcome.Status != 201 {

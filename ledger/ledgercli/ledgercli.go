@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/retrybudget/retrybudget/ledger"
@@ -43,11 +44,11 @@ func Run(args []string, stdout, stderr io.Writer, open Opener) int {
 		fs.StringVar(&k.Key, "key", "", "the action's idempotency key")
 	}
 	var (
-		state                      *string
-		limit                      *int
-		completed, failed          *bool
-		status                     *int
-		body, reason, owner, ctype *string
+		state                                 *string
+		limit                                 *int
+		completed, failed                     *bool
+		status                                *int
+		body, reason, owner, ctype, reference *string
 	)
 	switch args[0] {
 	case "list":
@@ -62,9 +63,10 @@ func Run(args []string, stdout, stderr io.Writer, open Opener) int {
 		status = fs.Int("status", 200, "with --completed, the outcome's HTTP status")
 		body = fs.String("body", "", "with --completed, the outcome's body")
 		ctype = fs.String("content-type", "application/json", "with --completed, the outcome's Content-Type")
-		reason = fs.String("reason", "resolved by an operator", "kept with the record")
+		reason = fs.String("reason", "", "why, such as what the provider's dashboard showed (required; kept with the record)")
+		reference = fs.String("reference", "", "with --completed, the provider's reference, such as a message ID (kept with the record)")
 		host, _ := os.Hostname()
-		owner = fs.String("owner", "operator@"+host, "the owner named in the record")
+		owner = fs.String("owner", "operator@"+host, "the operator, named in the record's settlement")
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -89,6 +91,10 @@ func Run(args []string, stdout, stderr io.Writer, open Opener) int {
 	}
 	if args[0] == "resolve" && *completed == *failed {
 		fmt.Fprintln(stderr, "retrybudget ledger resolve: give exactly one of --completed and --failed")
+		return 2
+	}
+	if args[0] == "resolve" && strings.TrimSpace(*reason) == "" {
+		fmt.Fprintln(stderr, "retrybudget ledger resolve: --reason is required: say why, such as what the provider's dashboard showed")
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
@@ -116,6 +122,7 @@ func Run(args []string, stdout, stderr io.Writer, open Opener) int {
 				Header: map[string][]string{"Content-Type": {*ctype}},
 			}}
 		}
+		res.Settlement = &ledger.Settlement{By: *owner, Reason: strings.TrimSpace(*reason), Reference: *reference}
 		err = resolve(ctx, s, k, res, *owner, stdout)
 	}
 	if err != nil {
@@ -176,7 +183,11 @@ func resolve(ctx context.Context, s ledger.Store, k ledger.Key, res ledger.Resol
 // then not VerdictReconcile. An action that is live or settled, including
 // one another operator is resolving at the same time, is left alone and
 // reported as an error wrapping ledger.ErrNotOwner: the fencing token lets
-// exactly one resolver win.
+// exactly one resolver win; when an operator settled it, the error names
+// who, when and as what (ledger.Record.Settlement).
+//
+// res.Settlement, when set, is written with the resolution
+// (ledger.Settle), its time by the store's clock.
 func Resolve(ctx context.Context, s ledger.Store, k ledger.Key, res ledger.Resolution, owner string) (ledger.Reconciled, error) {
 	rec, err := s.Get(ctx, k)
 	if err != nil {
@@ -193,10 +204,24 @@ func Resolve(ctx context.Context, s ledger.Store, k ledger.Key, res ledger.Resol
 		return r, r.Err
 	}
 	if !r.Verdict.Owns() {
+		if now, err := s.Get(ctx, k); err == nil && now.Settlement != nil && (now.State == ledger.StateCompleted || now.State == ledger.StateFailed) {
+			return r, fmt.Errorf("%w: %s", ledger.ErrNotOwner, SettledBy(*now.Settlement))
+		}
 		return r, fmt.Errorf("%w: the action is %s (verdict %s): only an uncertain action or one whose lease ran out can be resolved",
 			ledger.ErrNotOwner, r.State, r.Verdict)
 	}
 	return r, nil
+}
+
+// SettledBy describes an operator's settlement in words, for a conflict:
+// "already settled as applied by alice at 2026-12-04T03:10:00Z: checked
+// the provider's log".
+func SettledBy(s ledger.Settlement) string {
+	as := "not applied"
+	if s.Applied {
+		as = "applied"
+	}
+	return fmt.Sprintf("already settled as %s by %s at %s: %s", as, s.By, s.At.UTC().Format(time.RFC3339), s.Reason)
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -64,6 +64,9 @@ var cases = []struct {
 	{"EverySendIsFenced", testEverySendIsFenced},
 	{"GrantCarriesTheMark", testGrantCarriesTheMark},
 	{"SettlingCarriesTheLastSend", testSettlingCarriesTheLastSend},
+	{"SettlementKeptWithTheResolution", testSettlementKeptWithTheResolution},
+	{"SettlementRefusesWhatItCannotKeep", testSettlementRefusesWhatItCannotKeep},
+	{"TwoOperatorsOneSettlement", testTwoOperatorsOneSettlement},
 }
 
 // Run runs the conformance suite, one subtest per case, each against a

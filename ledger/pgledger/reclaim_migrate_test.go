@@ -1,6 +1,7 @@
 package pgledger_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -86,5 +87,45 @@ func TestMigrateAddsTheSettleColumnsToAnExistingTable(t *testing.T) {
 	b.Instance, b.Reconciler = "run-2", true
 	if res, err := s.Reserve(ctx, b); err != nil || res.Verdict != ledger.VerdictReconcile || !res.Settling || res.RetryAfter <= 0 {
 		t.Fatalf("a new grant after the migration: %s settling %t retry after %s (%v); want reconcile inside the settle time", res.Verdict, res.Settling, res.RetryAfter, err)
+	}
+}
+
+// A table made before records kept an operator's settlement gains the
+// column with Migrate: its rows read as never settled, and an operator's
+// resolution of one of them keeps its trail as on a fresh table.
+func TestMigrateAddsTheSettlementColumnToAnExistingTable(t *testing.T) {
+	ctx := t.Context()
+	pool := pgtest.Pool(t)
+	s := newStore(t, pool, pgledger.Config{})
+	held, err := s.Reserve(ctx, ledger.ReserveRequest{Key: keyA, Fingerprint: "f", Owner: "pod-1", Lease: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fail(ctx, keyA, held.Token, ledger.Failure{EffectPossible: true, Reason: "timeout"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "ALTER TABLE "+pgledger.DefaultTable+" DROP COLUMN settlement"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, keyA); err == nil {
+		t.Fatal("Get read a table without the settlement column: the test does not remove what the store reads")
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate over a table without the settlement column: %v", err)
+	}
+	rec, err := s.Get(ctx, keyA)
+	if err != nil || rec.State != ledger.StateUncertain || rec.Settlement != nil {
+		t.Fatalf("a row from before the column: %s %+v (%v); want uncertain, never settled", rec.State, rec.Settlement, err)
+	}
+	done := ledger.Reconcile(ctx, s, func(context.Context, ledger.Record) (ledger.Resolution, error) {
+		return ledger.Resolution{State: ledger.StateCompleted, Outcome: ledger.Outcome{Status: 200},
+			Settlement: &ledger.Settlement{By: "alice", Reason: "in the provider's log", Reference: "SM1"}}, nil
+	}, []ledger.Record{rec}, "console:alice")
+	if done[0].Err != nil || done[0].State != ledger.StateCompleted {
+		t.Fatalf("settling the old row: %+v", done[0])
+	}
+	got, err := s.Get(ctx, keyA)
+	if err != nil || got.Settlement == nil || got.Settlement.By != "alice" || got.Settlement.Reference != "SM1" || !got.Settlement.Applied {
+		t.Fatalf("after settling the old row: %+v (%v)", got.Settlement, err)
 	}
 }

@@ -56,11 +56,12 @@ func scanRecord(keys ledger.EncryptionKeys, r row, extra ...any) (ledger.Record,
 		bodyOmitted  *bool
 		sealedMark   *bool // outcome_sealed; nil in rows written before it
 		settleUntil  *time.Time
+		settlement   []byte // NULL when no operator settled the action
 	)
 	dest := []any{&id, &rec.Key.Tenant, &rec.Key.Operation, &rec.Key.Key, &rec.Fingerprint, &state,
 		&rec.Owner, &m.token, &lease, &rec.Reason, &rec.CreatedAt, &rec.ExpiresAt, &attempts, &attemptCount,
 		&m.granted, &m.grantedFrom, &m.grantedUnsent, &m.atomic, &m.nonce, &m.promised, &rec.Sending, &status, &header, &body, &bodyHash, &bodyLen, &bodyOmitted, &sealedMark,
-		&rec.Instance, &m.grantedReclaim, &settleUntil, &m.grantedSettling}
+		&rec.Instance, &m.grantedReclaim, &settleUntil, &m.grantedSettling, &settlement}
 	if err := r.Scan(append(dest, extra...)...); err != nil {
 		return ledger.Record{}, meta{}, err
 	}
@@ -75,6 +76,13 @@ func scanRecord(keys ledger.EncryptionKeys, r row, extra ...any) (ledger.Record,
 	}
 	if settleUntil != nil {
 		rec.SettleUntil = norm(*settleUntil)
+	}
+	if settlement != nil {
+		var sj storedSettlement
+		if err := json.Unmarshal(settlement, &sj); err != nil {
+			return ledger.Record{}, meta{}, fmt.Errorf("%w: settlement: %v", ledger.ErrCorrupt, err)
+		}
+		rec.Settlement = &ledger.Settlement{By: sj.By, Reason: sj.Reason, At: time.UnixMicro(sj.At), Applied: sj.Applied, Reference: sj.Reference}
 	}
 	st, err := ledger.ParseState(state)
 	if err != nil || st == ledger.StateAbsent || st == ledger.StateExpired {

@@ -88,6 +88,12 @@ ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS settle_ms bigint NOT NULL DEFAULT
 ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS settle_until timestamptz;
 ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS granted_settling boolean NOT NULL DEFAULT false;
 
+-- settlement is the audit trail of the operator who settled the action
+-- last (ledger.Record.Settlement), as JSON {by, reason, at (Unix
+-- microseconds), applied, reference}; NULL when no operator settled it,
+-- as in every row from before the column.
+ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS settlement jsonb;
+
 -- Purge deletes by expiry, oldest first.
 CREATE INDEX IF NOT EXISTS {{expires_idx}} ON {{table}} (expires_at);
 

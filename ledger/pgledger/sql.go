@@ -26,7 +26,7 @@ const columns = `id, tenant, operation, action_key, fingerprint, state, owner, t
   lease_until, reason, created_at, expires_at, attempts, attempt_count,
   granted, granted_from, granted_unsent, atomic, nonce, promised, sending,
   status, header, body, body_hash, body_len, body_omitted, outcome_sealed,
-  instance, granted_reclaim, settle_until, granted_settling`
+  instance, granted_reclaim, settle_until, granted_settling, settlement`
 
 // effState is the state the decision sees: a stored state, except that an
 // atomic action whose lease ran out counts as failed, because its effects
@@ -116,7 +116,8 @@ var takeover = strings.NewReplacer("{{marks}}", strings.ReplaceAll(marks, "{{v}}
   body_hash = CASE WHEN {{expired}} THEN NULL ELSE r.body_hash END,
   body_len = CASE WHEN {{expired}} THEN NULL ELSE r.body_len END,
   body_omitted = CASE WHEN {{expired}} THEN NULL ELSE r.body_omitted END,
-  outcome_sealed = CASE WHEN {{expired}} THEN NULL ELSE r.outcome_sealed END`)
+  outcome_sealed = CASE WHEN {{expired}} THEN NULL ELSE r.outcome_sealed END,
+  settlement = CASE WHEN {{expired}} THEN NULL ELSE r.settlement END`)
 
 // reserveSQL reserves with one statement on the primary key: it creates
 // the record, or, on the conflict, takes the existing one over when the

@@ -79,7 +79,7 @@ func New(db DB, cfg Config) (*Store, error) {
 		"reserve": reserveSQL, "reserveLimited": reserveLimitedSQL, "read": readSQL, "get": getSQL,
 		"renew": renewSQL, "attempt": attemptSQL, "complete": completeSQL, "fail": failSQL,
 		"sweep": sweepSQL, "purge": purgeSQL, "markAtomic": markAtomicSQL, "markSending": markSendingSQL,
-		"markEffect": markEffectSQL,
+		"markEffect": markEffectSQL, "settleCompleted": settleCompletedSQL, "settleFailed": settleFailedSQL,
 	} {
 		s.queries[name] = strings.ReplaceAll(q, "{{table}}", s.table)
 	}

@@ -1,0 +1,31 @@
+-- settle.lua records an operator's settlement (ledger.Settler), fenced by
+-- the token the operator's takeover holds: completed with the provider's
+-- answer, or failed without effect, and the audit trail, in one step.
+--
+-- KEYS[1] the record hash
+-- ARGV[1] fencing token
+-- ARGV[2] applied "1" (completed) or "0" (failed)
+-- ARGV[3] by, ARGV[4] reason, ARGV[5] reference
+-- ARGV[6..12] with applied: status, headers (JSON), body, body SHA-256,
+--          body length, body omitted "1"/"0", encrypted "1"/"0", as
+--          complete.lua takes them
+--
+-- Returns the settlement's time (Unix ms, the server's clock), or 0 when
+-- the token is not current.
+
+local f = redis.call('HMGET', KEYS[1], 'st', 'tok')
+if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+redis.call('HSET', KEYS[1], 'lu', '0', 'xb', ARGV[3], 'xr', ARGV[4], 'xf', ARGV[5],
+  'xp', ARGV[2], 'xa', string.format('%d', now))
+if ARGV[2] == '1' then
+  redis.call('HSET', KEYS[1], 'st', 'completed',
+    'os', ARGV[6], 'oh', ARGV[7], 'ob', ARGV[8], 'obh', ARGV[9],
+    'obl', ARGV[10], 'oo', ARGV[11], 'oe', ARGV[12])
+else
+  redis.call('HSET', KEYS[1], 'st', 'failed', 'rs', ARGV[4])
+end
+return now
