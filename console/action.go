@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
@@ -133,15 +134,24 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.now()
-	if res.State == ledger.StateFailed && now.Before(h.settleAfter(rec)) {
-		h.message(w, r, http.StatusConflict, "Too early",
-			fmt.Sprintf("A send may still reach the provider until %s: settling as not applied before then could send the action twice. Nothing was changed.", whenString(h.settleAfter(rec))))
-		return
+	early := res.State == ledger.StateFailed && now.Before(h.settleAfter(rec))
+	if early {
+		want := h.confirmToken(op.session, h.ref(rec.Key), h.settleAfter(rec))
+		if subtle.ConstantTimeCompare([]byte(r.PostFormValue("confirm")), []byte(want)) != 1 {
+			h.askAgain(w, r, op, rec, name, reason)
+			return
+		}
 	}
 	// The audit trail rides in the record's Reason (kept with "not
 	// applied"; see docs/console.md for "applied").
 	res.Reason = fmt.Sprintf("%s (settled by %s at %s with the console)", reason, name, whenString(now))
-	got, err := ledgercli.Resolve(ctx, h.cfg.Store, rec.Key, res, "console:"+name)
+	var got ledger.Reconciled
+	if early {
+		res.Reason = fmt.Sprintf("%s (settled by %s at %s with the console, confirmed inside the settle time, which ends %s)", reason, name, whenString(now), whenString(h.settleAfter(rec)))
+		got.State, err = h.settleConfirmed(ctx, rec, res.Reason, "console:"+name)
+	} else {
+		got, err = ledgercli.Resolve(ctx, h.cfg.Store, rec.Key, res, "console:"+name)
+	}
 	switch {
 	case errors.Is(err, ledger.ErrNotOwner):
 		h.message(w, r, http.StatusConflict, "Conflict", "Another operator or owner took this action over first; nothing was changed. Reload the list to see its state.")
