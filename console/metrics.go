@@ -46,12 +46,9 @@ const (
 // Metrics is a small in-memory store of what Transports observe, per
 // destination and per tenant (the Action's Tenant), in time buckets, for
 // the console's Destinations pages (Config.Metrics). Install its Observer
-// on each Transport whose traffic the pages should show:
-//
-//	m := console.NewMetrics(console.MetricsConfig{})
-//	cfg.Observer = cfg.Observer.Join(m.Observer())
-//
-// It keeps at most MaxDestinations destinations of MaxTenants tenants,
+// on each Transport whose traffic the pages should show, joined with the
+// Transport's other observers (retrybudget.Observer.Join); docs/console.md
+// shows a service that does. It keeps at most MaxDestinations destinations of MaxTenants tenants,
 // each Buckets buckets long, whatever the traffic. Metrics is safe for
 // concurrent use; the zero value is not usable: use NewMetrics.
 type Metrics struct {
