@@ -128,7 +128,9 @@ func heldConsole(t *testing.T, store ledger.Store) (string, ledger.Key) {
 	t.Helper()
 	k := ledger.Key{Tenant: "acme", Operation: "sms.send", Key: "order-1042-sms"}
 	ctx := t.Context()
-	res, err := store.Reserve(ctx, ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "worker-1", MarksSending: true})
+	// A settle time of an hour: "not applied" is asked again however
+	// slowly the browser gets to the form on a loaded machine.
+	res, err := store.Reserve(ctx, ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "worker-1", MarksSending: true, Settle: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +298,7 @@ func TestBrowserAsksAgainInsideTheSettleTime(t *testing.T) {
 }
 
 // asksAgainInsideTheSettleTime settles the action just held, whose settle
-// time (the default lease) is still running, as not applied: the console
+// time (an hour) is still running, as not applied: the console
 // asks again, showing the sending mark and the last attempt, and settles
 // it only on the explicit confirmation.
 func asksAgainInsideTheSettleTime(t *testing.T, store ledger.Store) {
