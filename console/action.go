@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
@@ -170,10 +171,13 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.now()
-	if res.State == ledger.StateFailed && now.Before(h.settleAfter(rec)) {
-		h.message(w, r, http.StatusConflict, "Too early",
-			fmt.Sprintf("A send may still reach the provider until %s: settling as not applied before then could send the action twice. Nothing was changed.", whenString(h.settleAfter(rec))))
-		return
+	early := res.State == ledger.StateFailed && now.Before(h.settleAfter(rec))
+	if early {
+		want := h.confirmToken(op.session, h.ref(rec.Key), h.settleAfter(rec))
+		if subtle.ConstantTimeCompare([]byte(r.PostFormValue("confirm")), []byte(want)) != 1 {
+			h.askAgain(w, r, op, rec, name, reason)
+			return
+		}
 	}
 	// The audit trail: who, why and (by the store's clock) when, written
 	// with the resolution in one step (ledger.Settler).
@@ -186,7 +190,14 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 		h.message(w, r, http.StatusBadRequest, "Too long", fmt.Sprintf("Keep the provider's reference under %d characters.", maxName))
 		return
 	}
-	got, err := ledgercli.Resolve(ctx, h.cfg.Store, rec.Key, res, "console:"+name)
+	var got ledger.Reconciled
+	if early {
+		res.Reason = fmt.Sprintf("%s (confirmed inside the settle time, which ends %s)", reason, whenString(h.settleAfter(rec)))
+		res.Settlement.Reason = res.Reason
+		got.State, err = h.settleConfirmed(ctx, rec, res, "console:"+name)
+	} else {
+		got, err = ledgercli.Resolve(ctx, h.cfg.Store, rec.Key, res, "console:"+name)
+	}
 	switch {
 	case errors.Is(err, ledger.ErrNotOwner):
 		text := "Another operator or owner took this action over first; nothing was changed. Reload the list to see its state."

@@ -44,8 +44,14 @@ type Config struct {
 	// seconds.
 	Timeout time.Duration
 	// Refresh, when positive, makes the held list reload itself this
-	// often (a <meta http-equiv="refresh">). Zero means never.
+	// often (a <meta http-equiv="refresh">), and the Destinations pages
+	// too. Zero means the held list never reloads itself and the
+	// Destinations pages every 5 seconds.
 	Refresh time.Duration
+	// Metrics, when set, adds the Destinations pages: per destination,
+	// charts of what the Transports that Metrics observes did. Nil means
+	// no Destinations pages.
+	Metrics *Metrics
 }
 
 // Operator is who is using the console, as Config.Authenticate reports.

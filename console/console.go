@@ -59,6 +59,7 @@ func newHandler(cfg Config, now func() time.Time) (*handler, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
 		"age":  func(d time.Duration) string { return d.Round(time.Second).String() },
 		"when": func(t time.Time) string { return whenString(t) },
+		"pct":  func(f float64) float64 { return 100 * f },
 		"dict": func(kv ...any) map[string]any {
 			m := make(map[string]any, len(kv)/2)
 			for i := 0; i+1 < len(kv); i += 2 {
@@ -77,6 +78,8 @@ func newHandler(cfg Config, now func() time.Time) (*handler, error) {
 	mux.HandleFunc("GET /{$}", h.authed(h.heldPage))
 	mux.HandleFunc("GET /action/{ref}", h.authed(h.actionPage))
 	mux.HandleFunc("POST /action/{ref}/settle", h.authed(h.csrfChecked(h.settle)))
+	mux.HandleFunc("GET /destinations", h.authed(h.withMetrics(h.destinationsPage)))
+	mux.HandleFunc("GET /destination", h.authed(h.withMetrics(h.destinationPage)))
 	h.mux = mux
 	return h, nil
 }

@@ -342,35 +342,106 @@ func TestSettleChangesTheRecordAndTheNextVerdict(t *testing.T) {
 	}
 }
 
-func TestSettleNotAppliedIsRefusedWhileASendMayArrive(t *testing.T) {
-	f := memoryFixture(t, Config{})
-	k := testKey("acme", secretKey)
-	// Held at 03:00:00 under a settle time of 2m, longer than the 30s lease.
+// holdSettling leaves k uncertain at the fixture's clock with a settle
+// time of 2m, longer than the 30s lease: reserved, marked sending, one
+// attempt, given up with a possible effect.
+func holdSettling(t *testing.T, s ledger.Store, k ledger.Key) {
+	t.Helper()
 	ctx := context.Background()
-	res, err := f.store.Reserve(ctx, ledger.ReserveRequest{Key: k, Fingerprint: secretFingerprint, Owner: "worker-1", MarksSending: true, Settle: 2 * time.Minute})
+	res, err := s.Reserve(ctx, ledger.ReserveRequest{Key: k, Fingerprint: secretFingerprint, Owner: "worker-1", MarksSending: true, Settle: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = f.store.MarkSending(ctx, k, res.Token)
-	if err := f.store.Fail(ctx, k, res.Token, ledger.Failure{EffectPossible: true, Reason: "timeout"}); err != nil {
+	if err := s.MarkSending(ctx, k, res.Token); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.AddAttempt(ctx, k, res.Token, "timeout"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fail(ctx, k, res.Token, ledger.Failure{EffectPossible: true, Reason: "timeout"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var confirmField = regexp.MustCompile(`name="confirm" value="([^"]+)"`)
+
+func TestSettleNotAppliedInsideTheSettleTimeAsksAgain(t *testing.T) {
+	f := memoryFixture(t, Config{})
+	k := testKey("acme", secretKey)
+	holdSettling(t, f.store, k) // at 03:00:00, settle time until 03:02:00
 	f.clock.Add(90 * time.Second)
 	ref := f.actionRef()
-	code, page := f.do("POST", "/action/"+ref+"/settle", testToken, f.settleForm(ref, false))
-	if code != http.StatusConflict || !strings.Contains(page, "A send may still reach the provider until 2026-12-04 03:02:00Z") {
-		t.Errorf("inside the settle time: status %d, want 409 naming when:\n%s", code, page)
+	if _, page := f.do("GET", "/action/"+ref, testToken, nil); !strings.Contains(page, `"not applied" asks you to confirm until then`) {
+		t.Errorf("the action page does not warn of the settle time:\n%s", page)
+	}
+	form := f.settleForm(ref, false)
+	code, page := f.do("POST", "/action/"+ref+"/settle", testToken, form)
+	m := confirmField.FindStringSubmatch(page)
+	if code != http.StatusConflict || m == nil ||
+		!strings.Contains(page, `<b id="settle-until">2026-12-04 03:02:00Z</b>`) ||
+		!strings.Contains(page, `<td id="sending">set: a request may have left</td>`) ||
+		!strings.Contains(page, `<td id="last-attempt">2026-12-04 03:00:00Z (timeout)</td>`) {
+		t.Fatalf("inside the settle time: status %d, want 409 with a confirmation form showing the settle time, the sending mark and the last attempt:\n%s", code, page)
 	}
 	if rec, _ := f.store.Get(context.Background(), k); rec.State != ledger.StateUncertain {
-		t.Errorf("record %s, want uncertain", rec.State)
+		t.Fatalf("after the first post the record is %s, want uncertain", rec.State)
 	}
-	f.clock.Add(30 * time.Second)
+	// A confirmation that is not the page's is asked again, never taken.
+	h := f.srv.Config.Handler.(*handler)
+	for name, confirm := range map[string]string{
+		"wrong":               "AAAA",
+		"another action":      h.confirmToken(h.session(), h.ref(testKey("acme", "other")), h.settleAfter(mustGet(t, f.store, k))),
+		"another settle time": h.confirmToken(h.session(), ref, h.settleAfter(mustGet(t, f.store, k)).Add(time.Second)),
+	} {
+		bad := f.settleForm(ref, false)
+		bad.Set("confirm", confirm)
+		if code, _ := f.do("POST", "/action/"+ref+"/settle", testToken, bad); code != http.StatusConflict {
+			t.Errorf("%s confirmation: status %d, want 409", name, code)
+		}
+	}
+	// The confirmation form without its CSRF token is refused.
+	noCSRF := url.Values{"confirm": {m[1]}, "applied": {"no"}, "name": {"alice"}, "reason": {"r"}}
+	if code, _ := f.do("POST", "/action/"+ref+"/settle", testToken, noCSRF); code != http.StatusForbidden {
+		t.Errorf("confirmation without CSRF token: status %d, want 403", code)
+	}
+	if rec, _ := f.store.Get(context.Background(), k); rec.State != ledger.StateUncertain {
+		t.Fatalf("after refused confirmations the record is %s, want uncertain", rec.State)
+	}
+	form.Set("confirm", m[1])
+	if code, page := f.do("POST", "/action/"+ref+"/settle", testToken, form); code != http.StatusSeeOther {
+		t.Fatalf("confirmed: status %d, want 303:\n%s", code, page)
+	}
+	rec := mustGet(t, f.store, k)
+	res, err := f.store.Reserve(context.Background(), ledger.ReserveRequest{Key: k, Fingerprint: secretFingerprint, Owner: "worker-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.State != ledger.StateFailed || !strings.Contains(rec.Reason, "settled by alice at 2026-12-04 03:01:30Z with the console, confirmed inside the settle time") || res.Verdict != ledger.VerdictRetry {
+		t.Errorf("record %s reason %q, next verdict %s; want failed with the confirmation in the audit, retry", rec.State, rec.Reason, res.Verdict)
+	}
+}
+
+func TestSettleNotAppliedAfterTheSettleTimeNeedsNoConfirmation(t *testing.T) {
+	f := memoryFixture(t, Config{})
+	k := testKey("acme", secretKey)
+	holdSettling(t, f.store, k)
+	f.clock.Add(2 * time.Minute)
+	ref := f.actionRef()
 	if code, _ := f.do("POST", "/action/"+ref+"/settle", testToken, f.settleForm(ref, false)); code != http.StatusSeeOther {
-		t.Errorf("after the settle time: status %d, want 303", code)
+		t.Errorf("at the end of the settle time: status %d, want 303", code)
 	}
-	if rec, _ := f.store.Get(context.Background(), k); rec.State != ledger.StateFailed {
-		t.Errorf("record %s, want failed", rec.State)
+	if rec := mustGet(t, f.store, k); rec.State != ledger.StateFailed || strings.Contains(rec.Reason, "confirmed") {
+		t.Errorf("record %s reason %q, want failed without a confirmation", rec.State, rec.Reason)
 	}
+}
+
+func mustGet(t *testing.T, s ledger.Store, k ledger.Key) ledger.Record {
+	t.Helper()
+	rec, err := s.Get(context.Background(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
 
 func TestConcurrentSettlesEndWithOneResolution(t *testing.T) {

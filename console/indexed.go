@@ -20,9 +20,9 @@ import (
 // died without Fail) come from a scan bounded by Config.MaxScan keys per
 // node, shown on the first page.
 
-// scope returns the tenant filter the index can apply for op: the one
+// indexTenant returns the tenant filter the index can apply for op: the one
 // asked for, or op's only tenant when it may see one.
-func (h *handler) scope(op Operator, tenant string) string {
+func (h *handler) indexTenant(op Operator, tenant string) string {
 	if tenant != "" {
 		return tenant
 	}
@@ -46,7 +46,7 @@ func (h *handler) indexedPage(w http.ResponseWriter, r *http.Request, hl ledger.
 	page = max(page, 1)
 
 	p, err := hl.Held(ctx, ledger.HeldQuery{
-		Tenant: h.scope(op, tenant), Operation: operation, After: after,
+		Tenant: h.indexTenant(op, tenant), Operation: operation, After: after,
 		Limit: h.cfg.PageSize, Examine: h.cfg.MaxScan,
 	})
 	corrupt := errors.Is(err, ledger.ErrCorrupt)
@@ -144,7 +144,7 @@ func (h *handler) indexedPage(w http.ResponseWriter, r *http.Request, hl ledger.
 func (h *handler) findIndexed(ctx context.Context, hl ledger.HeldLister, want string, op Operator) (ledger.Record, bool, error) {
 	var after string
 	for read := 0; read < h.cfg.MaxScan; {
-		p, err := hl.Held(ctx, ledger.HeldQuery{Tenant: h.scope(op, ""), After: after, Limit: ledger.MaxHeldLimit, Examine: h.cfg.MaxScan})
+		p, err := hl.Held(ctx, ledger.HeldQuery{Tenant: h.indexTenant(op, ""), After: after, Limit: ledger.MaxHeldLimit, Examine: h.cfg.MaxScan})
 		if err != nil && !errors.Is(err, ledger.ErrCorrupt) {
 			return ledger.Record{}, false, err
 		}

@@ -14,6 +14,9 @@ import (
 	"github.com/retrybudget/retrybudget/console"
 	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/ledger/ledgertest"
+	"github.com/retrybudget/retrybudget/ledger/pgledger"
+	"github.com/retrybudget/retrybudget/ledger/pgledger/pgtest"
 )
 
 // requireBrowserEnv, set to 1 (as .ci/run does), turns a missing browser
@@ -90,9 +93,23 @@ func get[T any](t *testing.T, ctx context.Context, what string, a chromedp.Actio
 	return v
 }
 
-// stores are the ledgers the console is driven on.
+// stores are the ledgers the console is driven on. Redis and PostgreSQL
+// are real servers: REDIS_ADDR and DATABASE_URL when set, else private
+// ones started for the test (internal/redistest, pgledger/pgtest).
 var stores = map[string]func(t *testing.T) ledger.Store{
 	"memory": func(*testing.T) ledger.Store { return ledger.NewMemory(ledger.MemoryConfig{}) },
+	"postgres": func(t *testing.T) ledger.Store {
+		s, err := pgledger.New(pgtest.Pool(t), pgledger.Config{Config: ledger.Config{FingerprintKeys: ledgertest.FingerprintKeys()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+		defer cancel()
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	},
 	"redis": func(t *testing.T) ledger.Store {
 		s, err := ledger.NewRedis(redistest.Client(t), ledger.RedisConfig{
 			Prefix: redistest.Prefix(t),
@@ -111,7 +128,9 @@ func heldConsole(t *testing.T, store ledger.Store) (string, ledger.Key) {
 	t.Helper()
 	k := ledger.Key{Tenant: "acme", Operation: "sms.send", Key: "order-1042-sms"}
 	ctx := t.Context()
-	res, err := store.Reserve(ctx, ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "worker-1", MarksSending: true})
+	// A settle time of an hour: "not applied" is asked again however
+	// slowly the browser gets to the form on a loaded machine.
+	res, err := store.Reserve(ctx, ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "worker-1", MarksSending: true, Settle: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,11 +165,7 @@ func signIn(t *testing.T, ctx context.Context, url, tok, then string) {
 	)
 }
 
-func TestBrowserSettlesAHeldAction(t *testing.T) {
-	for name, open := range stores {
-		t.Run(name, func(t *testing.T) { settlesAHeldAction(t, open(t)) })
-	}
-}
+func TestBrowserSettlesAHeldAction(t *testing.T) { onEveryStore(t, settlesAHeldAction) }
 
 func settlesAHeldAction(t *testing.T, store ledger.Store) {
 	ctx := browser(t)
@@ -198,9 +213,18 @@ func settlesAHeldAction(t *testing.T, store ledger.Store) {
 	}
 }
 
-func TestBrowserRefusesAWrongToken(t *testing.T) {
+// onEveryStore runs test on a console over each of the stores.
+func onEveryStore(t *testing.T, test func(t *testing.T, store ledger.Store)) {
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) { test(t, open(t)) })
+	}
+}
+
+func TestBrowserRefusesAWrongToken(t *testing.T) { onEveryStore(t, refusesAWrongToken) }
+
+func refusesAWrongToken(t *testing.T, store ledger.Store) {
 	ctx := browser(t)
-	url, _ := heldConsole(t, ledger.NewMemory(ledger.MemoryConfig{}))
+	url, _ := heldConsole(t, store)
 	signIn(t, ctx, url, "not-the-token", "failed")
 	run(t, ctx, "refused", chromedp.WaitVisible(chromedp.ID("failed")))
 	links := get(t, ctx, "links", chromedp.Evaluate[int](`document.querySelectorAll("a.action").length`))
@@ -220,8 +244,11 @@ func fillSettle(name string) chromedp.Action[chromedp.Void] {
 }
 
 func TestBrowserRefusesAPostWithoutCSRFToken(t *testing.T) {
+	onEveryStore(t, refusesAPostWithoutCSRFToken)
+}
+
+func refusesAPostWithoutCSRFToken(t *testing.T, store ledger.Store) {
 	ctx := browser(t)
-	store := ledger.NewMemory(ledger.MemoryConfig{})
 	url, k := heldConsole(t, store)
 	signIn(t, ctx, url, token, "counts")
 	run(t, ctx, "open the action",
@@ -237,8 +264,9 @@ func TestBrowserRefusesAPostWithoutCSRFToken(t *testing.T) {
 	}
 }
 
-func TestBrowserTwoOperatorsSettleOnce(t *testing.T) {
-	store := ledger.NewMemory(ledger.MemoryConfig{})
+func TestBrowserTwoOperatorsSettleOnce(t *testing.T) { onEveryStore(t, twoOperatorsSettleOnce) }
+
+func twoOperatorsSettleOnce(t *testing.T, store ledger.Store) {
 	url, k := heldConsole(t, store)
 	// Two operators, two browsers: both have the form open before either
 	// settles.
@@ -262,5 +290,48 @@ func TestBrowserTwoOperatorsSettleOnce(t *testing.T) {
 	}
 	if !strings.HasPrefix(title, "Not held") && !strings.HasPrefix(title, "Conflict") || rec.State != ledger.StateCompleted || takeovers != 1 {
 		t.Errorf("second operator's page %q, record %s with %d takeovers; want a conflict, completed once", title, rec.State, takeovers)
+	}
+}
+
+func TestBrowserAsksAgainInsideTheSettleTime(t *testing.T) {
+	onEveryStore(t, asksAgainInsideTheSettleTime)
+}
+
+// asksAgainInsideTheSettleTime settles the action just held, whose settle
+// time (an hour) is still running, as not applied: the console
+// asks again, showing the sending mark and the last attempt, and settles
+// it only on the explicit confirmation.
+func asksAgainInsideTheSettleTime(t *testing.T, store ledger.Store) {
+	ctx := browser(t)
+	url, k := heldConsole(t, store)
+	signIn(t, ctx, url, token, "counts")
+	run(t, ctx, "settle as not applied",
+		chromedp.Click(chromedp.CSS("#actions a.action")),
+		chromedp.WaitVisible(chromedp.ID("settle-time")),
+		chromedp.Click(chromedp.ID("applied-no")),
+		chromedp.SendKeys(chromedp.ID("name"), "alice"),
+		chromedp.SendKeys(chromedp.ID("reason-input"), "not in Twilio's message log"),
+		chromedp.Click(chromedp.ID("settle")),
+		chromedp.WaitVisible(chromedp.ID("ask-again")),
+	)
+	sending := get(t, ctx, "sending mark", chromedp.Text(chromedp.ID("sending")))
+	last := get(t, ctx, "last attempt", chromedp.Text(chromedp.ID("last-attempt")))
+	if rec, _ := store.Get(t.Context(), k); rec.State != ledger.StateUncertain {
+		t.Fatalf("before the confirmation the record is %s, want uncertain", rec.State)
+	}
+	if !strings.HasPrefix(sending, "set") || !strings.HasSuffix(last, "(timeout)") {
+		t.Errorf("the confirmation page shows sending mark %q and last attempt %q; want set and the timeout", sending, last)
+	}
+	run(t, ctx, "confirm", chromedp.Click(chromedp.ID("confirm")), chromedp.WaitVisible(chromedp.ID("settled")))
+	rec, err := store.Get(t.Context(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := store.Reserve(t.Context(), ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "worker-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.State != ledger.StateFailed || !strings.Contains(rec.Reason, "confirmed inside the settle time") || res.Verdict != ledger.VerdictRetry {
+		t.Errorf("after the confirmation: record %s (%q), next verdict %s; want failed with the confirmation in its reason, retry", rec.State, rec.Reason, res.Verdict)
 	}
 }

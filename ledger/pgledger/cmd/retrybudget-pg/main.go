@@ -1,6 +1,7 @@
 // Command retrybudget-pg is the operator tool for a PostgreSQL action
-// ledger: the retrybudget command's "ledger" subcommands, built in the
-// module that carries the PostgreSQL driver so the core stays free of it.
+// ledger: the retrybudget command's "ledger" and "console" subcommands,
+// built in the module that carries the PostgreSQL driver so the core stays
+// free of it.
 //
 // Usage:
 //
@@ -8,6 +9,11 @@
 //	retrybudget-pg ledger show    --url postgres://... --tenant T --operation O --key K
 //	retrybudget-pg ledger resolve --url postgres://... --key K --completed [--status --body] | --failed
 //	retrybudget-pg migrate        --url postgres://...
+//	retrybudget-pg console        --url postgres://... [--addr 127.0.0.1:8080] [--read-only] [--tenants T,U]
+//
+// The console (see package console and docs/console.md) takes its operator
+// token from RETRYBUDGET_CONSOLE_TOKEN and has the flags of
+// "retrybudget console".
 //
 // The URL is a pgx connection string; search_path=SCHEMA and
 // table=NAME (the ledger's table, default retrybudget_ledger; letters,
@@ -21,8 +27,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/retrybudget/retrybudget/console/consolecmd"
 	"github.com/retrybudget/retrybudget/ledger"
 	"github.com/retrybudget/retrybudget/ledger/ledgercli"
 	"github.com/retrybudget/retrybudget/ledger/pgledger"
@@ -34,12 +43,16 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: retrybudget-pg ledger <list|show|resolve> | migrate   (--url postgres://...)")
+		fmt.Fprintln(stderr, "usage: retrybudget-pg ledger <list|show|resolve> | migrate | console   (--url postgres://...)")
 		return 2
 	}
 	switch args[0] {
 	case "ledger":
 		return ledgercli.Run(args[1:], stdout, stderr, open)
+	case "console":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return consoleCommand.Run(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 		fs.SetOutput(stderr)
@@ -65,6 +78,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "retrybudget-pg: unknown command %q\n", args[0])
 	return 2
 }
+
+// consoleCommand is "retrybudget-pg console": the operator console on a
+// PostgreSQL ledger.
+var consoleCommand = consolecmd.Command{Name: "retrybudget-pg console", URL: "postgres://...", Open: open}
 
 // open connects to the database at raw; its "table" query parameter names
 // the ledger's table.

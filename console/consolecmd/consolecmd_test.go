@@ -1,4 +1,4 @@
-package main
+package consolecmd
 
 import (
 	"bufio"
@@ -12,26 +12,27 @@ import (
 	"github.com/retrybudget/retrybudget/ledger"
 )
 
-func memoryOpener(s ledger.Store) func(context.Context, string) (ledger.Store, func(), error) {
-	return func(context.Context, string) (ledger.Store, func(), error) { return s, func() {}, nil }
+// memoryCommand is a console command whose store is s, whatever the URL.
+func memoryCommand(s ledger.Store) Command {
+	return Command{Name: "test console", Open: func(context.Context, string) (ledger.Store, func(), error) { return s, func() {}, nil }}
 }
 
-func TestConsoleCommandRequiresTheTokenFromTheEnvironment(t *testing.T) {
-	t.Setenv(consoleTokenEnv, "")
+func TestCommandRequiresTheTokenFromTheEnvironment(t *testing.T) {
+	t.Setenv(TokenEnv, "")
 	var stderr bytes.Buffer
-	code := serveConsole(t.Context(), []string{"--url", "redis://x"}, io.Discard, &stderr, memoryOpener(ledger.NewMemory(ledger.MemoryConfig{})))
-	if code != 2 || !strings.Contains(stderr.String(), consoleTokenEnv) {
-		t.Errorf("exit %d, stderr %q; want 2 naming $%s", code, stderr.String(), consoleTokenEnv)
+	code := memoryCommand(ledger.NewMemory(ledger.MemoryConfig{})).Run(t.Context(), []string{"--url", "redis://x"}, io.Discard, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), TokenEnv) {
+		t.Errorf("exit %d, stderr %q; want 2 naming $%s", code, stderr.String(), TokenEnv)
 	}
 }
 
-func TestConsoleCommandServesUntilCancelled(t *testing.T) {
-	t.Setenv(consoleTokenEnv, "cmd-token")
+func TestCommandServesUntilCancelled(t *testing.T) {
+	t.Setenv(TokenEnv, "cmd-token")
 	ctx, cancel := context.WithCancel(t.Context())
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
-		done <- serveConsole(ctx, []string{"--url", "memory://", "--addr", "127.0.0.1:0"}, pw, io.Discard, memoryOpener(ledger.NewMemory(ledger.MemoryConfig{})))
+		done <- memoryCommand(ledger.NewMemory(ledger.MemoryConfig{})).Run(ctx, []string{"--url", "memory://", "--addr", "127.0.0.1:0"}, pw, io.Discard)
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
