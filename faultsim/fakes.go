@@ -111,6 +111,8 @@ func (p *simProvider) serve(req *http.Request) (*http.Response, error) {
 		p.mu.Unlock()
 		p.r.Logf("provider: action %d arrival %d: 429", ci.action, n)
 		return answer(req, http.StatusTooManyRequests, http.Header{"Retry-After": {"1"}}, "slow down"), nil
+	case replyLate:
+		return p.late(req, ci, n, key)
 	case replySlow:
 		t := time.NewTimer(p.r.w.Lease / 3)
 		select {
@@ -231,6 +233,11 @@ func (r *Run) cut(ctx context.Context, pt point, op func(context.Context, ledger
 }
 
 func (s simStore) Reserve(ctx context.Context, req ledger.ReserveRequest) (res ledger.Reservation, err error) {
+	if s.p.instance != "" {
+		// The Transport draws its instance once per OS process; each
+		// simulated process is a run of its own.
+		req.Instance = s.p.instance
+	}
 	err = s.do(ctx, atReserve, func(ctx context.Context, st ledger.Store) error {
 		var e error
 		res, e = st.Reserve(ctx, req)
