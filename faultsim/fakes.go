@@ -327,11 +327,11 @@ func (l simLimiter) Allow(ctx context.Context, req limiter.Request) (limiter.Dec
 	took := time.Since(start)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if bound, ok := l.answerBound(ctx, start); ok && !l.outage && took > bound {
+	if bound, ok := l.answerBound(ctx, start); ok && !l.outage && took > bound+r.w.stalls.during(start, start.Add(took)) {
 		r.violations = append(r.violations, fmt.Sprintf(
 			"a limiter answers within its Timeout and by its caller's deadline: "+
-				"Allow answered after %v (bound %v: Timeout %v, fair queue %v): %+v, %v",
-			took, bound, r.w.LimiterTimeout(), r.s.FairQueue, d, err))
+				"Allow answered after %v (bound %v: Timeout %v, fair queue %v; the process stalled %v meanwhile): %+v, %v",
+			took, bound, r.w.LimiterTimeout(), r.s.FairQueue, r.w.stalls.during(start, start.Add(took)), d, err))
 	}
 	switch {
 	case err != nil:

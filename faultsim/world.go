@@ -77,6 +77,10 @@ type World struct {
 	// world's own transactions (ledger.Atomic) instead of transactions in
 	// memory.
 	Tx func(t *testing.T, r *Run) *TxWorld
+
+	// stalls measures the test process's own scheduling stalls in a
+	// world in real time (see stallProbe); nil in virtual time.
+	stalls *stallProbe
 }
 
 // LimiterTimeout is a Redis limiter's Timeout in w: half a lease, longer
@@ -89,6 +93,10 @@ func Simulate(t *testing.T, w *World) {
 	seeds := simSeeds(t, w)
 	if w.Setup != nil {
 		w.Setup(t)
+	}
+	if !w.Virtual {
+		w.stalls = startStallProbe()
+		defer w.stalls.close()
 	}
 	start := time.Now()
 	var failed atomic.Int64
