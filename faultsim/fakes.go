@@ -327,7 +327,10 @@ func (l simLimiter) Allow(ctx context.Context, req limiter.Request) (limiter.Dec
 	took := time.Since(start)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if bound, ok := l.answerBound(ctx, start); ok && !l.outage && took > bound+r.w.stalls.during(start, start.Add(took)) {
+	bound, ok := l.answerBound(ctx, start)
+	if ok && !l.outage && took > bound && took <= bound+r.w.stalls.during(start, start.Add(took)) {
+		r.w.excused.Add(1) // the process's own stall (stallProbe)
+	} else if ok && !l.outage && took > bound {
 		r.violations = append(r.violations, fmt.Sprintf(
 			"a limiter answers within its Timeout and by its caller's deadline: "+
 				"Allow answered after %v (bound %v: Timeout %v, fair queue %v; the process stalled %v meanwhile): %+v, %v",

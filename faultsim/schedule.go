@@ -46,7 +46,15 @@ import (
 //     a call and its SDK's re-send;
 //   - the inbound middleware is retried by its client while the handler
 //     runs (Atomic and not);
-//   - the provider honours idempotency keys, or not.
+//   - the provider honours idempotency keys, or not;
+//   - the provider takes half a lease to process a request and applies it
+//     whether or not its client is still there (a deadline or a death
+//     cuts the client off, not the provider), and a Reconciler that looks
+//     the action up (recVisible) cannot see a request still being
+//     processed: "not found";
+//   - processes restart under stable Owners as new instances (a pod's
+//     name), some at once (a worker resuming its jobs), and a racing
+//     delivery may run in a live process under the same Owner.
 
 // point is a step of a call where a fault can strike.
 type point uint8

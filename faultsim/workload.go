@@ -219,6 +219,10 @@ func (r *Run) call(a, run int, p *simProc) callResult {
 			if stalled := r.w.stalls.during(sent, end); late > r.w.Slack+stalled {
 				r.violate("deadline", "action %d run %d send %d: RoundTrip returned %v after its deadline (slack %v, the process stalled %v meanwhile)",
 					a, run, n, late, r.w.Slack, stalled)
+			} else {
+				r.w.excused.Add(1)
+				r.Logf("call: action %d run %d send %d: returned %v after its deadline, within the slack and the process's stall of %v",
+					a, run, n, late, stalled)
 			}
 		}
 		res.out, _ = captured.Last()
