@@ -17,8 +17,8 @@
 //   - the limiter never grants more than the limit in any window, nor
 //     during a cooldown the provider asked for; an unavailable limiter is
 //     reported as ErrLimiter, not as a rate limit, and a failing Allow
-//     returns within its Timeout and half of it; ErrRateLimited carries a
-//     RetryAt;
+//     returns within its Timeout and half of it (in real time, plus the
+//     process's own stall); ErrRateLimited carries a RetryAt;
 //   - every caller's request body is closed (the RoundTripper contract);
 //   - a streamed answer's first bytes reach the caller within a second
 //     (the Transport's read-ahead to store it), not when the stream ends;
