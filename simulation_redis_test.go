@@ -24,7 +24,7 @@ import (
 // primary with a replica of its own for a schedule with WaitReplicas.
 func redisWorld() *faultsim.World {
 	w := &faultsim.World{Name: "Redis", Lease: 300 * time.Millisecond, Slack: 250 * time.Millisecond,
-		Replicas: true, CI: 32, Long: 1000, Parallel: 8}
+		Replicas: true, CI: 100, Long: 300, Parallel: 8}
 	var shared *redistest.Server
 	w.Setup = func(t *testing.T) { shared = redistest.Start(t) }
 	w.Limiter = func(t *testing.T, r *faultsim.Run) limiter.Limiter { return redisLimiter(t, r, shared.Addr) }

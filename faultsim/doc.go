@@ -9,14 +9,16 @@
 //     call) or recorded (failed, or absent) as not applied;
 //   - no action that was never sent nor marked as sending reported or
 //     recorded as uncertain;
-//   - every RoundTrip returns by its deadline plus the world's slack;
+//   - every RoundTrip returns by its deadline plus the world's slack (in
+//     real time, plus the time the test process itself was not run while
+//     the call ran, measured by a probe: see stallProbe);
 //   - no action in progress past its lease and one sweep that Sweep does
 //     not list;
 //   - the limiter never grants more than the limit in any window, nor
 //     during a cooldown the provider asked for; an unavailable limiter is
 //     reported as ErrLimiter, not as a rate limit, and a failing Allow
-//     returns within its Timeout and half of it; ErrRateLimited carries a
-//     RetryAt;
+//     returns within its Timeout and half of it (in real time, plus the
+//     process's own stall); ErrRateLimited carries a RetryAt;
 //   - every caller's request body is closed (the RoundTripper contract);
 //   - a streamed answer's first bytes reach the caller within a second
 //     (the Transport's read-ahead to store it), not when the stream ends;
@@ -43,6 +45,18 @@
 // worlds live beside the stores they need: Memory and Redis in the root
 // package's tests, PostgreSQL in ledger/pgledger's (a module of its own,
 // which may import this internal package: it lives under the same path).
-// Importing the package registers the flags -sim.seed, -sim.schedules and
-// -sim.trace in the test binary.
+// Importing the package registers the flags -sim.seed, -sim.from,
+// -sim.schedules and -sim.trace in the test binary. A run's window of seeds
+// starts at -sim.from (or RETRYBUDGET_SIM_FROM), by default at a seed drawn
+// from the clock, so every CI run explores seeds no earlier run did; the
+// window is logged, and a failing seed printed with its rerun command.
+//
+// The worker (worker.go) is a real worker: after every call it decides by
+// retrybudget.Next, or for an SDK by the captured record's Next with the
+// SDK's error, and nothing else: it runs the action again on StepRetry, not
+// before RetryAt, ends on StepDone and StepStop, and leaves StepHold to the
+// Monitor. Its processes restart under stable Owners (a pod's name) as new
+// instances, and a racing delivery may run under the same Owner in a live
+// process; the provider may take half a lease to apply a request, and
+// applies it even when its client is gone.
 package faultsim

@@ -23,7 +23,7 @@ import (
 
 // The edge answers, drawn into an action's Replies beside the plain ones.
 const (
-	replyMoved301    replyKind = iota + replySlow + 1 // 301 to the same path elsewhere, not applied
+	replyMoved301    replyKind = iota + replyLate + 1 // 301 to the same path elsewhere, not applied
 	replyMoved302                                     // 302, not applied
 	replySeeOther                                     // applies, 303 to the created resource
 	replyMoved307                                     // 307 (GitHub's renamed repository), not applied
@@ -33,11 +33,10 @@ const (
 	replyThrottled                                    // Shopify GraphQL: 200, THROTTLED, not applied
 	replyRefusal                                      // the preset's documented refusal, not applied
 	replySlowBody                                     // applies, 201, the body's end a third of a lease later
-	replyLate                                         // applies a third of a lease on, whether the caller waits or not
 )
 
 var edgeReplyNames = [...]string{"301", "302", "303", "307", "308", "graphql-rate-limited",
-	"graphql-data-and-errors", "shopify-throttled", "preset-refusal", "slow-body", "late"}
+	"graphql-data-and-errors", "shopify-throttled", "preset-refusal", "slow-body"}
 
 // edgeStatus is the status of a redirect kind.
 var edgeStatus = map[replyKind]int{replyMoved301: 301, replyMoved302: 302, replySeeOther: 303, replyMoved307: 307, replyMoved308: 308}
@@ -210,9 +209,6 @@ func (p *simProvider) edge(req *http.Request, a, n int, kind replyKind, key stri
 		status, h, body := p.r.s.Preset.refusal(now)
 		p.r.Logf("provider: action %d arrival %d: %s refusal %d, not applied", a, n, p.r.s.Preset.name, status)
 		return answer(req, status, h, body), nil, true
-	case replyLate:
-		resp, err := p.late(req, a, n, key)
-		return resp, err, true
 	}
 	return nil, nil, false
 }
@@ -225,33 +221,6 @@ func movedURL(req *http.Request) string {
 	q.Set("moved", strconv.Itoa(len(q["moved"])+1))
 	u.RawQuery = q.Encode()
 	return u.String()
-}
-
-// late processes arrival n of action a for a third of a lease whether its
-// caller waits or not, as a provider does once a request reached it, then
-// applies it; the caller gets the answer if it still waits.
-func (p *simProvider) late(req *http.Request, a, n int, key string) (*http.Response, error) {
-	ci := callOf(req.Context())
-	done := make(chan bool, 1)
-	p.mu.Lock()
-	p.inflight[a]++ // until applied, beside serve's count
-	p.mu.Unlock()
-	p.r.Go(func() {
-		time.Sleep(p.r.w.Lease / 3)
-		applied := p.apply(ci, key)
-		p.mu.Lock()
-		p.inflight[a]--
-		p.mu.Unlock()
-		p.r.Logf("provider: action %d arrival %d: late, applied %v", a, n, applied)
-		done <- applied
-	})
-	select {
-	case <-done:
-		return answer(req, http.StatusCreated, nil, fmt.Sprintf(`{"order":%d}`, a)), nil
-	case <-req.Context().Done():
-		p.r.Logf("provider: action %d arrival %d: its caller left before the answer (%v)", a, n, req.Context().Err())
-		return nil, req.Context().Err()
-	}
 }
 
 // apply applies one request of the call ci, deduplicated by key where the

@@ -117,6 +117,8 @@ func (p *simProvider) serve(req *http.Request) (*http.Response, error) {
 		p.mu.Unlock()
 		p.r.Logf("provider: action %d arrival %d: 429", ci.action, n)
 		return answer(req, http.StatusTooManyRequests, http.Header{"Retry-After": {"1"}}, "slow down"), nil
+	case replyLate:
+		return p.late(req, ci, n, key)
 	case replySlow:
 		t := time.NewTimer(p.r.w.Lease / 3)
 		select {
@@ -232,29 +234,48 @@ func (r *Run) cut(ctx context.Context, pt point, op func(context.Context, ledger
 	return err
 }
 
-func (s simStore) Reserve(ctx context.Context, req ledger.ReserveRequest) (res ledger.Reservation, err error) {
-	err = s.do(ctx, atReserve, func(ctx context.Context, st ledger.Store) error {
-		var e error
-		res, e = st.Reserve(ctx, req)
-		if e == nil {
-			s.p.r.Logf("store: %s reserve %s token %d", req.Owner, res.Verdict, res.Token)
-		}
+// doValue runs op as do does and returns its value. A stalled op may still
+// run after do returned (Run.stalled lets it finish, as a store would), so
+// its value is handed over under a lock, never written into the caller's
+// result behind its back.
+func doValue[T any](s simStore, ctx context.Context, pt point, op func(context.Context, ledger.Store) (T, error)) (T, error) {
+	var mu sync.Mutex
+	var v T
+	err := s.do(ctx, pt, func(ctx context.Context, st ledger.Store) error {
+		got, e := op(ctx, st)
+		mu.Lock()
+		v = got
+		mu.Unlock()
 		return e
 	})
-	return res, err
+	mu.Lock()
+	defer mu.Unlock()
+	return v, err
+}
+
+func (s simStore) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.Reservation, error) {
+	if s.p.instance != "" {
+		// The Transport draws its instance once per OS process; each
+		// simulated process is a run of its own.
+		req.Instance = s.p.instance
+	}
+	return doValue(s, ctx, atReserve, func(ctx context.Context, st ledger.Store) (ledger.Reservation, error) {
+		res, err := st.Reserve(ctx, req)
+		if err == nil {
+			s.p.r.Logf("store: %s reserve %s token %d", req.Owner, res.Verdict, res.Token)
+		}
+		return res, err
+	})
 }
 
 func (s simStore) Renew(ctx context.Context, k ledger.Key, token int64, lease time.Duration) error {
 	return s.do(ctx, atRenew, func(ctx context.Context, st ledger.Store) error { return st.Renew(ctx, k, token, lease) })
 }
 
-func (s simStore) AddAttempt(ctx context.Context, k ledger.Key, token int64, class string) (a ledger.Attempt, err error) {
-	err = s.do(ctx, atAttempt, func(ctx context.Context, st ledger.Store) error {
-		var e error
-		a, e = st.AddAttempt(ctx, k, token, class)
-		return e
+func (s simStore) AddAttempt(ctx context.Context, k ledger.Key, token int64, class string) (ledger.Attempt, error) {
+	return doValue(s, ctx, atAttempt, func(ctx context.Context, st ledger.Store) (ledger.Attempt, error) {
+		return st.AddAttempt(ctx, k, token, class)
 	})
-	return a, err
 }
 
 func (s simStore) Complete(ctx context.Context, k ledger.Key, token int64, o ledger.Outcome) error {
@@ -322,11 +343,14 @@ func (l simLimiter) Allow(ctx context.Context, req limiter.Request) (limiter.Dec
 	took := time.Since(start)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if bound, ok := l.answerBound(ctx, start); ok && !l.outage && took > bound {
+	bound, ok := l.answerBound(ctx, start)
+	if ok && !l.outage && took > bound && took <= bound+r.w.stalls.during(start, start.Add(took)) {
+		r.w.excused.Add(1) // the process's own stall (stallProbe)
+	} else if ok && !l.outage && took > bound {
 		r.violations = append(r.violations, fmt.Sprintf(
 			"a limiter answers within its Timeout and by its caller's deadline: "+
-				"Allow answered after %v (bound %v: Timeout %v, fair queue %v): %+v, %v",
-			took, bound, r.w.LimiterTimeout(), r.s.FairQueue, d, err))
+				"Allow answered after %v (bound %v: Timeout %v, fair queue %v; the process stalled %v meanwhile): %+v, %v",
+			took, bound, r.w.LimiterTimeout(), r.s.FairQueue, r.w.stalls.during(start, start.Add(took)), d, err))
 	}
 	switch {
 	case err != nil:

@@ -180,7 +180,11 @@ func (r *Run) hook(ctx context.Context, pt point, after bool) bool {
 		r.mu.Lock()
 		r.raced[f.Action] = true
 		r.mu.Unlock()
-		r.call(f.Action, 0, r.newProc())
+		slot := -1
+		if r.s.SharedOwner {
+			slot = f.Action % len(r.procs)
+		}
+		r.call(f.Action, 0, r.newProc(slot))
 	case faultRaceSweep:
 		rec := r.s.Monitor
 		if rec == recNone {
@@ -228,6 +232,18 @@ func (r *Run) reconciler(k recKind) ledger.Reconciler {
 					Body: []byte(fmt.Sprintf(`{"order":%d}`, a))}}, nil
 			}
 			return ledger.Resolution{State: ledger.StateFailed, Reason: "not at the provider"}, nil
+		}
+	case recVisible:
+		// A provider without keys, looked up by the action (GitHub's
+		// issues by title): what it has applied so far, so a request it
+		// is still processing is "not found".
+		return func(_ context.Context, rec ledger.Record) (ledger.Resolution, error) {
+			a := actionOf(rec.Key)
+			if applied, _ := r.prov.lookup(a); applied {
+				return ledger.Resolution{State: ledger.StateCompleted, Outcome: ledger.Outcome{Status: 201,
+					Body: []byte(fmt.Sprintf(`{"order":%d}`, a))}}, nil
+			}
+			return ledger.Resolution{State: ledger.StateFailed, Reason: "not found at the provider"}, nil
 		}
 	case recUnknown:
 		return func(context.Context, ledger.Record) (ledger.Resolution, error) {

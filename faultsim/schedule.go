@@ -59,6 +59,14 @@ import (
 //     before COMMIT), or its MarkEffect write fails or loses its reply,
 //     and the server restarts under the same Owner or a new one
 //     (inboundcrash.go, drawn from a stream of their own).
+//   - the provider takes half a lease to process a request and applies it
+//     whether or not its client is still there (a deadline or a death
+//     cuts the client off, not the provider), and a Reconciler that looks
+//     the action up (recVisible) cannot see a request still being
+//     processed: "not found";
+//   - processes restart under stable Owners as new instances (a pod's
+//     name), some at once (a worker resuming its jobs), and a racing
+//     delivery may run in a live process under the same Owner.
 
 // point is a step of a call where a fault can strike.
 type point uint8
@@ -131,9 +139,10 @@ const (
 	recExact           // asks the provider by the action: applied or not (unknown while a request is in flight)
 	recUnknown         // the provider cannot tell
 	recFailing         // the provider lookup fails
+	recVisible         // asks the provider by the action: what it has applied so far; a request still being processed is "not found"
 )
 
-var recNames = [...]string{"none", "exact", "unknown", "failing"}
+var recNames = [...]string{"none", "exact", "unknown", "failing", "visible"}
 
 func (k recKind) String() string { return recNames[k] }
 
@@ -147,9 +156,10 @@ const (
 	replyUnavailable                  // 503 Retry-After: 0, not applied
 	replyLimited                      // 429 Retry-After: 1, not applied (a cooldown)
 	replySlow                         // a third of a lease, then applies, 201
+	replyLate                         // processes for half a lease and applies, whether or not its client is still there, 201
 )
 
-var replyNames = [...]string{"ok", "500", "drop", "503", "429", "slow"}
+var replyNames = [...]string{"ok", "500", "drop", "503", "429", "slow", "late"}
 
 func (k replyKind) String() string {
 	if k >= replyMoved301 {
@@ -189,6 +199,12 @@ type Schedule struct {
 	SDK, Twins bool
 	// Procs is how many worker processes share the jobs.
 	Procs int
+	// StableOwners: each process slot's worker runs under a stable
+	// LedgerConfig.Owner (a pod name), which a restart in that slot keeps
+	// under a new instance; else each process is an Owner of its own.
+	// SharedOwner: a second delivery racing the owner runs in a live
+	// process of its own under the same Owner (StableOwners only).
+	StableOwners, SharedOwner bool
 	// Redelivery is how long the job queue waits before it delivers a
 	// job again whose worker died (its visibility timeout).
 	Redelivery time.Duration
@@ -256,8 +272,10 @@ func drawSchedule(seed int64, w *World) *Schedule {
 	s.SDK = rng.IntN(2) == 0
 	s.Twins = s.SDK && rng.IntN(2) == 0
 	s.Procs = 1 + rng.IntN(2)
-	s.Reconciler = recKind(pick(50, 20, 15, 15))
-	s.Monitor = recKind(pick(50, 20, 15, 15))
+	s.StableOwners = rng.IntN(4) != 0
+	s.SharedOwner = s.StableOwners && rng.IntN(2) == 0
+	s.Reconciler = recKind(pick(40, 15, 12, 12, 21))
+	s.Monitor = recKind(pick(40, 15, 12, 12, 21))
 	if rng.IntN(10) < 3 {
 		s.Limit = []int{2, 5}[rng.IntN(2)]
 	}
@@ -282,13 +300,14 @@ func drawSchedule(seed int64, w *World) *Schedule {
 			a.Deadline = []time.Duration{L / 10, L / 2, 2 * L}[rng.IntN(3)]
 		}
 		for range 3 {
-			a.Replies = append(a.Replies, replyKind(pick(50, 12, 12, 10, 8, 8)))
+			a.Replies = append(a.Replies, replyKind(pick(45, 11, 11, 9, 7, 7, 10)))
 		}
 		s.Actions = append(s.Actions, a)
 	}
 	faults := rng.IntN(4)
 	defer func() {
-		s.Redelivery = []time.Duration{L + L/3, 2 * L, 4 * L}[rng.IntN(3)]
+		// L/10: a restarted worker resumes its own jobs at once.
+		s.Redelivery = []time.Duration{L / 10, L + L/3, 2 * L, 4 * L}[rng.IntN(4)]
 		for i := range s.Actions {
 			s.Actions[i].Stream = rng.IntN(8) == 0
 		}
@@ -354,6 +373,7 @@ func (s *Schedule) String() string {
 	}
 	fmt.Fprintf(&b, "  provider honours keys %v, SDK re-sends %v, identical requests %v, processes %d, redelivery after %v\n",
 		s.Honours, s.SDK, s.Twins, s.Procs, s.Redelivery)
+	fmt.Fprintf(&b, "  stable owners %v, a racing delivery shares the owner %v\n", s.StableOwners, s.SharedOwner)
 	if s.FairQueue || s.LimiterLatency > 0 {
 		fmt.Fprintf(&b, "  Redis limiter: fair queue %v, latency %v\n", s.FairQueue, s.LimiterLatency)
 	}

@@ -6,7 +6,6 @@ package faultsim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,6 +26,9 @@ type simProc struct {
 	r  *Run
 	id int
 	tr *retrybudget.Transport
+	// owner is its LedgerConfig.Owner, and instance its run of that
+	// owner (ledger.ReserveRequest.Instance), new with every process.
+	owner, instance string
 
 	// flooded reports that other callers of the process flooded its
 	// give-up memory (once per process).
@@ -37,17 +39,23 @@ type simProc struct {
 	calls  map[int64]context.CancelFunc
 }
 
-// newProc starts a worker process.
-func (r *Run) newProc() *simProc {
+// newProc starts a worker process in slot (-1: a process of its own, a
+// racing delivery's). Under StableOwners its Owner is the slot's, as a
+// pod's name survives its restarts; the process is a new instance of it.
+func (r *Run) newProc(slot int) *simProc {
 	r.mu.Lock()
 	r.nprocs++
 	p := &simProc{r: r, id: r.nprocs, calls: map[int64]context.CancelFunc{}}
 	r.mu.Unlock()
 	s := r.s
+	p.owner, p.instance = "proc-"+strconv.Itoa(p.id), ""
+	if s.StableOwners && slot >= 0 {
+		p.owner, p.instance = "worker-"+strconv.Itoa(slot), ledger.NewNonce()
+	}
 	cfg := retrybudget.Config{
 		Base: procBase{p}, KeysHonoured: s.Honours, OmitKey: !s.Honours, Jitter: -1,
-		Budget: budget.Unlimited{}, Limiter: r.lim, Routes: r.routes(),
-		Ledger: retrybudget.LedgerConfig{Store: simStore{p}, Owner: "proc-" + strconv.Itoa(p.id),
+		Budget: budget.Unlimited{}, Limiter: r.lim, Routes: r.routes(), SettleTime: r.w.settleTime(),
+		Ledger: retrybudget.LedgerConfig{Store: simStore{p}, Owner: p.owner,
 			Lease: r.w.Lease, Reconciler: r.reconciler(s.Reconciler)},
 	}
 	if s.NoLedger {
@@ -65,7 +73,7 @@ func (r *Run) proc(slot int) *simProc {
 	if p != nil && !p.dead() {
 		return p
 	}
-	p = r.newProc()
+	p = r.newProc(slot)
 	r.mu.Lock()
 	r.procs[slot] = p
 	r.mu.Unlock()
@@ -151,56 +159,15 @@ func (r *Run) run() {
 	r.wg.Wait()
 }
 
-// job is the caller of action a: a job queue that runs it until it
-// succeeds, follows the library's advice on a failure (come back at
-// RetryAt; an uncertain outcome is an operator's), and delivers it again
-// after a lease when its worker died.
-func (r *Run) job(a int) {
-	time.Sleep(r.s.Actions[a].Start)
-	r.deliver(a)
-	if r.s.Actions[a].Again {
-		time.Sleep(r.s.Redelivery)
-		r.mu.Lock()
-		r.raced[a] = true // a duplicate: the provider's key or the ledger must absorb it
-		r.mu.Unlock()
-		r.Logf("queue: action %d delivered again", a)
-		r.call(a, maxRuns+1, r.proc(a%len(r.procs)))
-	}
-}
-
-// deliver runs one delivery of action a's job to its end.
-func (r *Run) deliver(a int) {
-	L := r.w.Lease
-	for run := 1; run <= maxRuns; run++ {
-		res := r.call(a, run, r.proc((a+run-1)%len(r.procs)))
-		if res.died {
-			r.mu.Lock()
-			r.died[a] = true
-			r.mu.Unlock()
-			time.Sleep(r.s.Redelivery) // the queue's visibility timeout
-			continue
-		}
-		o := res.out
-		switch {
-		case res.ok || o.Replayed:
-			return
-		case errors.Is(o.Reason, retrybudget.ErrUncertain), errors.Is(o.Reason, retrybudget.ErrConflict),
-			errors.Is(o.Reason, retrybudget.ErrRejected), o.MaybeApplied && !r.s.Honours:
-			return // for an operator
-		case !o.RetryAt.IsZero():
-			time.Sleep(min(max(time.Until(o.RetryAt), 0)+time.Millisecond, 3*L))
-		default:
-			time.Sleep(L / 3)
-		}
-	}
-}
-
 // callResult is what the caller of one SDK call saw.
 type callResult struct {
 	ci   *callInfo
 	out  retrybudget.Outcome
 	ok   bool // a 2xx answer
 	died bool // the caller's process died
+	// step and next are what Next told the worker.
+	step retrybudget.Step
+	next retrybudget.Outcome
 }
 
 // call makes one call of action a (an SDK call, with its re-sends) in
@@ -227,8 +194,12 @@ func (r *Run) call(a, run int, p *simProc) callResult {
 	res := callResult{ci: ci}
 	for n := 0; ; n++ {
 		req := r.request(ctx, a, n)
+		sent := time.Now()
 		resp, err := r.send(p, req)
 		end := time.Now()
+		if !r.s.SDK {
+			res.step, res.next = r.advise(captured, resp, err)
+		}
 		status := 0
 		if resp != nil {
 			status = resp.StatusCode
@@ -243,8 +214,16 @@ func (r *Run) call(a, run int, p *simProc) callResult {
 		late := end.Sub(deadline) - ci.hookTime
 		r.mu.Unlock()
 		if !deadline.IsZero() && late > r.w.Slack {
-			r.violate("deadline", "action %d run %d send %d: RoundTrip returned %v after its deadline (slack %v)",
-				a, run, n, late, r.w.Slack)
+			// The process's own stalls while the call ran are the
+			// machine's, not the library's (stallProbe).
+			if stalled := r.w.stalls.during(sent, end); late > r.w.Slack+stalled {
+				r.violate("deadline", "action %d run %d send %d: RoundTrip returned %v after its deadline (slack %v, the process stalled %v meanwhile)",
+					a, run, n, late, r.w.Slack, stalled)
+			} else {
+				r.w.excused.Add(1)
+				r.Logf("call: action %d run %d send %d: returned %v after its deadline, within the slack and the process's stall of %v",
+					a, run, n, late, stalled)
+			}
 		}
 		res.out, _ = captured.Last()
 		res.ok = err == nil && status < 300
@@ -253,12 +232,16 @@ func (r *Run) call(a, run int, p *simProc) callResult {
 		r.Logf("call: action %d run %d send %d (proc %d): status %d reason %v maybeApplied %v replayed %v repeated %v retryAt %v",
 			a, run, n, p.id, status, o.Reason, o.MaybeApplied, o.Replayed, o.Repeated, relTime(r.start, o.RetryAt))
 		if !r.s.SDK || n == 2 || !sdkRetries(status, err) {
+			if r.s.SDK {
+				res.step, res.next = r.advise(captured, resp, err)
+			}
 			break
 		}
 		if r.s.Flood > 0 && p.flooded.CompareAndSwap(false, true) {
 			r.flood(p)
 		}
-		if sleepCtx(ctx, r.w.Lease/60) != nil {
+		if err := sleepCtx(ctx, r.w.Lease/60); err != nil {
+			res.step, res.next = r.advise(captured, nil, err)
 			break
 		}
 	}

@@ -26,7 +26,8 @@ import (
 // is such a cut here), and an Atomic handler's COMMIT is cut before it is
 // sent or after it ran. A failing schedule prints its seed; rerun it with
 // -sim.seed=N (or RETRYBUDGET_SIM_SEED=N). The CI budget is
-// simPostgresCI schedules; -sim.schedules=N or RETRYBUDGET_LONG=1
+// simPostgresCI schedules, from a first seed that moves with each run
+// (-sim.from=N fixes it); -sim.schedules=N or RETRYBUDGET_LONG=1
 // (simPostgresLong) runs more.
 func TestSimulation(t *testing.T) {
 	w := postgresWorld()
