@@ -416,8 +416,9 @@ func TestSettleNotAppliedInsideTheSettleTimeAsksAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.State != ledger.StateFailed || !strings.Contains(rec.Reason, "settled by alice at 2026-12-04 03:01:30Z with the console, confirmed inside the settle time") || res.Verdict != ledger.VerdictRetry {
-		t.Errorf("record %s reason %q, next verdict %s; want failed with the confirmation in the audit, retry", rec.State, rec.Reason, res.Verdict)
+	st := rec.Settlement
+	if rec.State != ledger.StateFailed || st == nil || st.By != "alice" || !strings.Contains(st.Reason, "confirmed inside the settle time") || res.Verdict != ledger.VerdictRetry {
+		t.Errorf("record %s settlement %+v, next verdict %s; want failed, settled by alice with the confirmation in its reason, retry", rec.State, st, res.Verdict)
 	}
 }
 
