@@ -202,3 +202,17 @@ func batchContext[T any](batch []*call[T]) (context.Context, context.CancelFunc)
 func (b *Batcher[T]) Shared() (items, batches int64) {
 	return b.shared.Load(), b.batches.Load()
 }
+
+// Waiting returns how many callers wait for the next batch.
+func (b *Batcher[T]) Waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.waiting)
+}
+
+// Busy reports whether a round trip made for b is in flight.
+func (b *Batcher[T]) Busy() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.busy
+}
