@@ -31,7 +31,6 @@ type holdTracer struct {
 	held      chan struct{}
 	release   chan struct{}
 	once      sync.Once
-	heldDone  atomic.Bool
 	afterHeld func()
 }
 
