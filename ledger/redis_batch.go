@@ -56,7 +56,7 @@ func newScripter(client redis.UniversalClient, maxBatch, waitReplicas int) redis
 	}
 	return batchScripter{
 		UniversalClient: client,
-		batch:           groupcommit.New(maxBatch, 1, 0, func(ctx context.Context, calls []*scriptCall) { runScripts(ctx, client, calls) }),
+		batch:           groupcommit.New(maxBatch, 0, func(ctx context.Context, calls []*scriptCall) { runScripts(ctx, client, calls) }),
 	}
 }
 

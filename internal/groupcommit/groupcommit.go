@@ -1,9 +1,9 @@
 // Package groupcommit makes the store calls of concurrent callers share
-// round trips, as a database's group commit shares a flush: a caller that
-// finds a lane free goes at once, alone, and callers arriving while every
-// lane has a round trip in flight join the next batch, which goes as soon
-// as a lane is back. There is no timer waiting for a batch to fill, so a
-// lone caller pays exactly what it paid without batching.
+// round trips, as a database's group commit shares a flush: the first
+// caller goes at once, alone, and callers arriving while a round trip is in
+// flight join the next one, which goes as soon as the one in flight is
+// back. There is no timer waiting for a batch to fill, so a lone caller
+// pays exactly what it paid without batching.
 //
 // The ledger's Redis and PostgreSQL stores use it; each decides what one
 // item is and how a batch of them makes its round trip.
@@ -23,33 +23,29 @@ import (
 const DefaultMax = 64
 
 // Batcher shares round trips between the concurrent calls of one store.
-// At most lanes round trips made for it are in flight at a time, each a
-// lone caller's own (see Do) or a batch of callers that waited.
+// At most one round trip made for it is in flight at a time: the lone
+// caller's own (see Do), or a batch of callers that waited.
 //
 // Items carry their own inputs and results: RunBatch writes each item's
 // result into it before returning, and Do's caller reads it only when Do
 // returned nil.
 type Batcher[T any] struct {
-	// mu guards inflight and waiting.
+	// mu guards busy and waiting.
 	mu sync.Mutex
-	// inflight counts the lanes with a round trip in flight: a lone
-	// caller's, or a driver's, which runs batches until none is waiting.
-	// Callers wait only when it is lanes.
-	inflight int
+	// busy reports that a round trip is in flight: a lone caller's, or a
+	// driver's, which runs batches until none is waiting.
+	busy bool
 	// waiting holds the callers for the next batch, first come first.
 	waiting []*call[T]
 
-	// lanes is the most round trips in flight at once; at least 1.
-	// Immutable.
-	lanes int
 	// max is the most items in one batch; at least 1. Immutable.
 	max int
 	// timeout bounds a caller's wait from its own call (zero: only its
 	// context bounds it). Immutable.
 	timeout time.Duration
 	// run makes one batch's round trip and writes every item's result.
-	// It is called on a driver's goroutine, by as many at once as there
-	// are lanes. Immutable.
+	// It is called on the driver's goroutine, never concurrently with
+	// itself. Immutable.
 	run func(ctx context.Context, items []T)
 
 	// shared counts the items that went in a batch of two or more.
@@ -59,11 +55,11 @@ type Batcher[T any] struct {
 }
 
 // New returns a Batcher whose batches carry at most size items (at least
-// 1), each made by run, with at most lanes round trips (at least 1) in
-// flight at once. timeout bounds each caller's wait from its call (the
-// store's own bound on a call); zero means only the caller's context does.
-func New[T any](size, lanes int, timeout time.Duration, run func(ctx context.Context, items []T)) *Batcher[T] {
-	return &Batcher[T]{max: max(size, 1), lanes: max(lanes, 1), timeout: timeout, run: run}
+// 1), each made by run. timeout bounds each caller's wait from its call
+// (the store's own bound on a call, such as pgledger's Config.Timeout);
+// zero means only the caller's context does.
+func New[T any](size int, timeout time.Duration, run func(ctx context.Context, items []T)) *Batcher[T] {
+	return &Batcher[T]{max: max(size, 1), timeout: timeout, run: run}
 }
 
 // call is one caller's item waiting in, or carried by, a batch.
@@ -77,10 +73,10 @@ type call[T any] struct {
 	done chan struct{}
 }
 
-// Do runs item. When a lane is free, alone runs it at once on the
-// caller's goroutine, under ctx, exactly as without batching. Otherwise
-// item waits, with the other callers that arrive while every lane is
-// busy, for the next batch, which the first lane back runs. Do returns nil once
+// Do runs item. When no round trip is in flight, alone runs it at once on
+// the caller's goroutine, under ctx, exactly as without batching; the
+// callers that arrive meanwhile wait and then go together in the next
+// batch. Otherwise item waits for the next batch. Do returns nil once
 // item's result is written (by alone or by the batch), and an error
 // wrapping context.DeadlineExceeded or context.Canceled when the caller
 // gave up first: ctx ended, or the Batcher's timeout passed since the
@@ -92,8 +88,8 @@ func (b *Batcher[T]) Do(ctx context.Context, item T, alone func(context.Context)
 		return err
 	}
 	b.mu.Lock()
-	if b.inflight < b.lanes {
-		b.inflight++
+	if !b.busy {
+		b.busy = true
 		b.mu.Unlock()
 		alone(ctx)
 		b.afterAlone()
@@ -120,9 +116,8 @@ func (b *Batcher[T]) Do(ctx context.Context, item T, alone func(context.Context)
 	}
 }
 
-// afterAlone hands the callers that arrived while a lone caller's round
-// trip was in flight to a driver on its lane, or frees the lane when none
-// is waiting.
+// afterAlone hands the callers that arrived during a lone caller's round
+// trip to a driver, or ends the busy spell when none did.
 func (b *Batcher[T]) afterAlone() {
 	if batch := b.next(); batch != nil {
 		go b.drive(batch)
@@ -142,13 +137,13 @@ func (b *Batcher[T]) withdraw(c *call[T]) {
 	}
 }
 
-// next takes up to max waiting callers as the next batch of a lane just
-// back, or frees the lane when none is waiting.
+// next takes up to max waiting callers as the next batch, or ends the
+// busy spell when none is waiting.
 func (b *Batcher[T]) next() []*call[T] {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.waiting) == 0 {
-		b.inflight--
+		b.busy = false
 		return nil
 	}
 	n := min(len(b.waiting), b.max)
@@ -160,9 +155,9 @@ func (b *Batcher[T]) next() []*call[T] {
 	return batch
 }
 
-// drive runs batches back to back on one lane, starting with batch, until
-// no caller is waiting: each batch holds the callers that arrived while
-// every lane was busy.
+// drive runs batches back to back, starting with batch, until no caller
+// is waiting: each batch holds the callers that arrived while the one
+// before was in flight.
 func (b *Batcher[T]) drive(batch []*call[T]) {
 	for batch != nil {
 		ctx, cancel := batchContext(batch)
@@ -215,10 +210,9 @@ func (b *Batcher[T]) Waiting() int {
 	return len(b.waiting)
 }
 
-// Busy reports whether every lane of b has a round trip in flight, so
-// that the next caller waits.
+// Busy reports whether a round trip made for b is in flight.
 func (b *Batcher[T]) Busy() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.inflight == b.lanes
+	return b.busy
 }

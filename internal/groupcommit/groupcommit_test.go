@@ -23,7 +23,7 @@ type rig struct {
 
 func newRig(size int, timeout time.Duration) *rig {
 	r := &rig{started: make(chan struct{}), release: make(chan struct{})}
-	r.b = New(size, 1, timeout, func(ctx context.Context, items []*int) {
+	r.b = New(size, timeout, func(ctx context.Context, items []*int) {
 		if r.stuck != nil {
 			<-r.stuck // a round trip that ignores its context
 		}
@@ -153,40 +153,5 @@ func TestBatcherTimeoutEndsWaitForAStuckBatch(t *testing.T) {
 		}
 		close(r.stuck)
 		synctest.Wait()
-	})
-}
-
-func TestBatcherCallersGoAloneWhileALaneIsFree(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := New(8, 2, 0, func(_ context.Context, items []*int) {
-			for _, it := range items {
-				*it = -*it
-			}
-		})
-		release := make(chan struct{})
-		var wg sync.WaitGroup
-		alone := make([]bool, 3)
-		vals := []int{1, 2, 3}
-		for i := range 3 {
-			wg.Go(func() {
-				if err := b.Do(t.Context(), &vals[i], func(context.Context) { alone[i] = true; <-release }); err != nil {
-					t.Error(err)
-				}
-			})
-			synctest.Wait()
-		}
-		// Two lanes: the first two went alone, the third waits.
-		if !alone[0] || !alone[1] || alone[2] || b.Waiting() != 1 || !b.Busy() {
-			t.Fatalf("alone %v, waiting %d, busy %v; want two alone and one waiting", alone, b.Waiting(), b.Busy())
-		}
-		close(release)
-		wg.Wait()
-		if vals[2] != -3 {
-			t.Fatalf("the waiting call read %d; want its batch's result -3", vals[2])
-		}
-		synctest.Wait()
-		if b.Busy() || b.Waiting() != 0 {
-			t.Fatal("lanes busy after every call returned")
-		}
 	})
 }

@@ -40,13 +40,6 @@ import (
 // the statements read statement_timestamp(), each statement's own start,
 // as a statement run alone reads now(): one decision sees one instant.
 
-// batchLanes is how many round trips of a Store's statements are in
-// flight at once: a statement goes alone while fewer are, and waits for the
-// next batch otherwise. PostgreSQL flushes the WAL of concurrent commits
-// together, so a few batches in flight overlap one's flush with the next
-// one's statements; one alone would wait for each flush in turn.
-const batchLanes = 4
-
 // batchSender is what batching needs of the DB: *pgxpool.Pool has it.
 type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
@@ -109,7 +102,7 @@ func newBatcher(db DB, maxBatch int, queries map[string]string) *batcher {
 		q := queries[name]
 		b.forms[q] = strings.ReplaceAll(q, "now()", "statement_timestamp()")
 	}
-	b.calls = groupcommit.New(maxBatch, batchLanes, 0, b.run)
+	b.calls = groupcommit.New(maxBatch, 0, b.run)
 	return b
 }
 

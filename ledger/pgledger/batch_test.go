@@ -105,7 +105,6 @@ func newPGBatchRig(t *testing.T, url, addr string, n int) *pgBatchRig {
 	}
 	t.Cleanup(r.pool.Close)
 	r.s = newStore(t, r.pool, pgledger.Config{})
-	pgledger.OneLane(r.s)
 	for i := range n {
 		k := ledger.Key{Tenant: "t", Operation: "charge", Key: "batch-" + strconv.Itoa(i)}
 		res, err := r.s.Reserve(t.Context(), ledger.ReserveRequest{Key: k, Fingerprint: "f", Owner: "w1", MarksSending: true})

@@ -1,10 +1,5 @@
 package pgledger
 
-import (
-	"github.com/retrybudget/retrybudget/internal/groupcommit"
-	"github.com/retrybudget/retrybudget/ledger"
-)
-
 // BatchWaiting returns how many statements of s wait for its next batch.
 func BatchWaiting(s *Store) int {
 	if s.batch == nil {
@@ -19,10 +14,3 @@ func BatchBusy(s *Store) bool { return s.batch != nil && s.batch.calls.Busy() }
 // SharedStatements returns how many statements of s went in a shared
 // round trip, and in how many such round trips.
 func SharedStatements(s *Store) (calls, batches int64) { return s.sharedStatements() }
-
-// OneLane makes s's statements share round trips with one in flight at a
-// time (batchLanes in production), so that a test that holds one round
-// trip has every other call of it wait for the next batch.
-func OneLane(s *Store) {
-	s.batch.calls = groupcommit.New(ledger.DefaultMaxBatch, 1, 0, s.batch.run)
-}
