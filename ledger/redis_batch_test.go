@@ -26,6 +26,7 @@ func scripted(cmd redis.Cmder) bool { return cmd.Name() == "evalsha" || cmd.Name
 // as a reply lost after Redis ran them.
 type holdHook struct {
 	trips   atomic.Int64
+	evals   atomic.Int64 // EVAL commands, alone or in a pipeline
 	armed   atomic.Bool
 	held    chan struct{} // closed when the first EVALSHA is held
 	release chan struct{}
@@ -44,6 +45,9 @@ func (h *holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if scripted(cmd) {
 			h.trips.Add(1)
 		}
+		if cmd.Name() == "eval" {
+			h.evals.Add(1)
+		}
 
 		if h.armed.Load() && cmd.Name() == "evalsha" {
 			first := false
@@ -61,6 +65,11 @@ func (h *holdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if scripted(cmds[0]) {
 			h.trips.Add(1)
+		}
+		for _, c := range cmds {
+			if c.Name() == "eval" {
+				h.evals.Add(1)
+			}
 		}
 
 		err := next(ctx, cmds)
@@ -264,5 +273,39 @@ func TestRedisBatchCallerDeadlineEndsWaitOnFrozenRedis(t *testing.T) {
 		if took[i] >= 2*bound {
 			t.Errorf("call %d waited %v; its bound is %v", i, took[i], bound)
 		}
+	}
+}
+
+func TestRedisBatchNoScriptRunsAgainAsEval(t *testing.T) {
+	// Redis lost its scripts (a restart, SCRIPT FLUSH): every EVALSHA of
+	// a batch is answered NOSCRIPT, and each call sends its script again
+	// as EVAL, as redis.Script.Run does for one.
+	const n = 6
+	client := redistest.Start(t).Client(t)
+	r := newBatchRig(t, client, n)
+	if err := client.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	errs, _ := r.together(t, func(i int) error {
+		return r.s.MarkSending(t.Context(), r.keys[i], r.tokens[i])
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("MarkSending %d after SCRIPT FLUSH: %v", i, err)
+		}
+	}
+	for _, k := range r.keys {
+		rec, err := r.s.Get(t.Context(), k)
+		if err != nil || !rec.Sending {
+			t.Errorf("%s: %v, sending %v; want marked", k.Key, err, rec.Sending)
+		}
+	}
+	// Every call met NOSCRIPT but those that came after the first EVAL
+	// loaded the script: at least the lone one and the first batch's.
+	if calls, _ := r.s.sharedScripts(); calls < n-1 {
+		t.Fatalf("%d script runs shared a round trip; want at least %d", calls, n-1)
+	}
+	if evals := r.hook.evals.Load(); evals < 2 {
+		t.Fatalf("%d EVAL sent; want NOSCRIPT answered by EVAL", evals)
 	}
 }
