@@ -26,13 +26,20 @@ func redisWorld() *faultsim.World {
 	w := &faultsim.World{Name: "Redis", Lease: 300 * time.Millisecond, Slack: 250 * time.Millisecond,
 		Replicas: true, CI: 100, Long: 300, Parallel: 8}
 	var shared *redistest.Server
-	w.Setup = func(t *testing.T) { shared = redistest.Start(t) }
+	batches := &scriptBatches{}
+	w.Setup = func(t *testing.T) {
+		shared = redistest.Start(t)
+		t.Cleanup(func() {
+			t.Logf("%d ledger script runs went in %d shared round trips", batches.runs.Load(), batches.n.Load())
+		})
+	}
 	w.Limiter = func(t *testing.T, r *faultsim.Run) limiter.Limiter { return redisLimiter(t, r, shared.Addr) }
 	w.Open = func(t *testing.T, r *faultsim.Run) (ledger.Store, func(*faultsim.Run, bool)) {
 		cfg := ledger.RedisConfig{Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}},
 			Prefix: redistest.Prefix(t)}
 		if !r.Schedule().WaitReplicas {
 			c := redis.NewClient(&redis.Options{Addr: shared.Addr, ContextTimeoutEnabled: true, MaintNotificationsConfig: noMaint()})
+			c.AddHook(batches)
 			t.Cleanup(func() { c.Close() })
 			s, err := ledger.NewRedis(c, cfg)
 			if err != nil {
@@ -49,6 +56,25 @@ func redisWorld() *faultsim.World {
 		return s, pair.lag
 	}
 	return w
+}
+
+// scriptBatches is a go-redis hook counting the pipelines of script runs
+// the ledger sends (its shared round trips: concurrent calls of one store,
+// see ledger.RedisConfig.MaxBatch) and the runs they carry.
+type scriptBatches struct{ n, runs atomic.Int64 }
+
+func (*scriptBatches) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (*scriptBatches) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (b *scriptBatches) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if name := cmds[0].Name(); name == "evalsha" || name == "eval" {
+			b.n.Add(1)
+			b.runs.Add(int64(len(cmds)))
+		}
+		return next(ctx, cmds)
+	}
 }
 
 // redisPair is a primary and its replica, and a client that follows the

@@ -88,6 +88,13 @@ type RedisConfig struct {
 	// '{' or '}', which would move the cluster hash tag (NewRedis refuses
 	// it).
 	Prefix string
+	// MaxBatch caps the script runs of concurrent actions that share one
+	// round trip (a pipeline; see docs/ledger.md): a call made while none
+	// is in flight goes at once, alone, and the calls made meanwhile go
+	// together right after it. Zero means DefaultMaxBatch; 1 turns sharing
+	// off, every call its own round trip. With WaitReplicas calls are
+	// never shared.
+	MaxBatch int
 }
 
 // Redis is the Store for a fleet: records live in Redis, so every process
@@ -104,7 +111,9 @@ type RedisConfig struct {
 // Reserve and Complete cost one round trip each (EVALSHA; the first call
 // on a fresh server adds an EVAL), the sending mark and the last send's
 // history entry included when the caller folds them in
-// (ReserveRequest.Sending, Outcome.AttemptClass). Sweep scans keys (see Sweep).
+// (ReserveRequest.Sending, Outcome.AttemptClass), and shared with the calls
+// of other actions made at the same time (see RedisConfig.MaxBatch). Sweep
+// scans keys (see Sweep).
 //
 // It needs Redis 5 or later: the scripts read TIME before writing, which
 // needs effects replication, the default since Redis 5.
@@ -119,6 +128,10 @@ type Redis struct {
 	// client would hold a command past its context's deadline (see
 	// roundTrip).
 	detached bool
+
+	// scripts is what the scripts run through: the client, or a
+	// batchScripter sharing round trips between concurrent calls.
+	scripts redis.Scripter
 
 	// One script per state change, each owned by the store, not by the
 	// package, so no mutable state is global.
@@ -165,6 +178,7 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		wait:      cfg.WaitReplicas,
 		waitTO:    cmp.Or(cfg.WaitTimeout, time.Second),
 		detached:  !redisstore.HonoursContext(client),
+		scripts:   newScripter(client, cfg.MaxBatch, cfg.WaitReplicas),
 		prefix:    prefix,
 		reserve:   redis.NewScript(reserveLua),
 		renew:     redis.NewScript(renewLua),
@@ -306,7 +320,7 @@ func (r *Redis) Renew(ctx context.Context, k Key, token int64, lease time.Durati
 // AddAttempt implements Store.
 func (r *Redis) AddAttempt(ctx context.Context, k Key, token int64, class string) (Attempt, error) {
 	reply, err := roundTrip(r, ctx, func(ctx context.Context) (any, error) {
-		return r.attempt.Run(ctx, r.client, []string{r.keyName(k)}, token, class, r.cfg.HistoryCap()).Result()
+		return r.attempt.Run(ctx, r.scripts, []string{r.keyName(k)}, token, class, r.cfg.HistoryCap()).Result()
 	})
 	if err != nil {
 		return Attempt{}, fmt.Errorf("ledger: redis add attempt: %w", err)
@@ -414,7 +428,7 @@ func (r *Redis) Get(ctx context.Context, k Key) (Record, error) {
 // it is not.
 func (r *Redis) fenced(ctx context.Context, s *redis.Script, op string, k Key, token int64, args ...any) error {
 	_, err := roundTrip(r, ctx, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, r.fencedOn(ctx, r.client, s, op, k, token, args...)
+		return struct{}{}, r.fencedOn(ctx, r.scripts, s, op, k, token, args...)
 	})
 	return err
 }

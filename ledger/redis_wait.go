@@ -20,7 +20,7 @@ var ErrNotReplicated = errors.New("ledger: redis write not acknowledged by enoug
 // it runs on, so the write and the WAIT cannot go through a pool.
 func (r *Redis) replicated(ctx context.Context, write func(redis.Scripter) (bool, error)) error {
 	if r.wait <= 0 {
-		_, err := write(r.client)
+		_, err := write(r.scripts)
 		return err
 	}
 	conn := r.client.(*redis.Client).Conn() // NewRedis checked the type

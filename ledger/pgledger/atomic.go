@@ -49,7 +49,11 @@ func (s *Store) BeginAtomic(ctx context.Context, k ledger.Key, token int64) (led
 		return nil, fmt.Errorf("ledger: postgres begin: %w", err)
 	}
 	a := &atomicTx{s: s, tx: tx, k: k, token: token, deadline: time.Now().Add(s.cfg.atomicTimeout())}
+	// The transaction will lock the row: a batch waiting for it would
+	// hold every other action of the batch.
+	unhold := s.batch.hold(k.ID())
 	a.release = func() {
+		unhold()
 		a.mu.Lock()
 		cancels := a.cancels
 		a.cancels = nil

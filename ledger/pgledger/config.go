@@ -78,6 +78,15 @@ type Config struct {
 	// Complete after it rolls back, so one slow handler holds its
 	// connection for a bounded time. Zero means DefaultAtomicTimeout.
 	AtomicTimeout time.Duration
+	// MaxBatch caps the statements of concurrent actions that share one
+	// round trip and one commit (see docs/ledger.md): a statement made
+	// while none is in flight goes at once, alone, and those made
+	// meanwhile go together right after it, as one transaction. Zero
+	// means ledger.DefaultMaxBatch; 1 turns sharing off, every statement
+	// its own round trip and commit. Only a pool shares: on a single
+	// connection or a transaction (a *pgx.Conn, a pgx.Tx) every statement
+	// goes alone.
+	MaxBatch int
 }
 
 func (c Config) timeout() time.Duration {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,6 +67,9 @@ type simDB struct {
 	url, schema string
 	target      string // the server's "host:port", for a CutProxy
 	pool        *pgxpool.Pool
+	// shared and batches count the statements of the schedules' stores
+	// that went in a shared round trip, and those round trips.
+	shared, batches atomic.Int64
 }
 
 func (db *simDB) setup(t *testing.T) {
@@ -84,6 +88,9 @@ func (db *simDB) setup(t *testing.T) {
 	}
 	t.Cleanup(pool.Close) // before the schema's drop: cleanups run last first
 	db.pool = pool
+	t.Cleanup(func() {
+		t.Logf("%d store statements went in %d shared round trips", db.shared.Load(), db.batches.Load())
+	})
 }
 
 // table is the ledger table of r's schedule.
@@ -101,7 +108,12 @@ func (db *simDB) open(t *testing.T, r *faultsim.Run) ledger.Store {
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.drop(t, db.table(r)) })
+	t.Cleanup(func() {
+		calls, batches := pgledger.SharedStatements(s)
+		db.shared.Add(calls)
+		db.batches.Add(batches)
+		db.drop(t, db.table(r))
+	})
 	return s
 }
 

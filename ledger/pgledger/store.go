@@ -43,6 +43,9 @@ type Store struct {
 	// slots hands out the open atomic transactions (Config.MaxAtomic,
 	// Config.MaxAtomicPerTenant); nil means no bound.
 	slots *slots
+	// batch shares round trips between concurrent statements (see
+	// batch.go); nil when Config.MaxBatch is 1 or the DB is one session.
+	batch *batcher
 }
 
 // New returns a Store on db. It does not touch the database; call Migrate
@@ -83,6 +86,7 @@ func New(db DB, cfg Config) (*Store, error) {
 	} {
 		s.queries[name] = strings.ReplaceAll(q, "{{table}}", s.table)
 	}
+	s.batch = newBatcher(db, cfg.MaxBatch, s.queries)
 	return s, nil
 }
 
@@ -127,7 +131,7 @@ func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.
 	}
 	id := req.Key.ID()
 	for range maxReserveRounds {
-		rec, m, err := scanRecord(s.cfg.EncryptionKeys, s.db.QueryRow(ctx, q, id, req.Key.Tenant, req.Key.Operation, req.Key.Key,
+		rec, m, err := scanRecord(s.cfg.EncryptionKeys, s.on(id).QueryRow(ctx, q, id, req.Key.Tenant, req.Key.Operation, req.Key.Key,
 			s.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 			req.Limited, req.Reconciler, req.KeysHonoured, ledger.NewToken(), s.cfg.HistoryCap(),
 			s.cfg.FingerprintKeys.Candidates(req.Fingerprint), req.Nonce, req.MarksSending, req.Instance,
@@ -187,7 +191,7 @@ func (s *Store) granted(req ledger.ReserveRequest, rec ledger.Record, m meta) (l
 // that wrote nothing.
 func (s *Store) decide(ctx context.Context, req ledger.ReserveRequest) (ledger.Reservation, error) {
 	var now time.Time
-	rec, m, err := scanRecord(s.cfg.EncryptionKeys, s.db.QueryRow(ctx, s.queries["read"], req.Key.ID()), &now)
+	rec, m, err := scanRecord(s.cfg.EncryptionKeys, s.on(req.Key.ID()).QueryRow(ctx, s.queries["read"], req.Key.ID()), &now)
 	in := input(req)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -274,7 +278,7 @@ func (s *Store) AddAttempt(ctx context.Context, k ledger.Key, token int64, class
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	a := ledger.Attempt{Class: class, Token: token}
-	err := s.db.QueryRow(ctx, s.queries["attempt"], k.ID(), token, class, s.cfg.HistoryCap()).Scan(&a.N, &a.At, &a.Owner)
+	err := s.on(k.ID()).QueryRow(ctx, s.queries["attempt"], k.ID(), token, class, s.cfg.HistoryCap()).Scan(&a.N, &a.At, &a.Owner)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return ledger.Attempt{}, ledger.NotOwner(k)
@@ -344,7 +348,7 @@ func (s *Store) fencedExec(ctx context.Context, op string, k ledger.Key, token i
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	tag, err := s.db.Exec(ctx, s.queries[op], append([]any{k.ID(), token}, args...)...)
+	tag, err := s.on(k.ID()).Exec(ctx, s.queries[op], append([]any{k.ID(), token}, args...)...)
 	if err != nil {
 		return fmt.Errorf("ledger: postgres %s: %w", op, err)
 	}

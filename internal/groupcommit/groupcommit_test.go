@@ -1,0 +1,157 @@
+package groupcommit
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// rig is a Batcher of ints whose lone round trip is held until release
+// is closed, and which records the batches it ran.
+type rig struct {
+	b       *Batcher[*int]
+	mu      sync.Mutex
+	batches [][]int
+	started chan struct{} // closed once the lone round trip started
+	release chan struct{}
+	stuck   chan struct{} // when not nil, batches wait for it
+}
+
+func newRig(size int, timeout time.Duration) *rig {
+	r := &rig{started: make(chan struct{}), release: make(chan struct{})}
+	r.b = New(size, timeout, func(ctx context.Context, items []*int) {
+		if r.stuck != nil {
+			<-r.stuck // a round trip that ignores its context
+		}
+		var got []int
+		for _, it := range items {
+			got = append(got, *it)
+			*it = -*it // the result
+		}
+		r.mu.Lock()
+		r.batches = append(r.batches, got)
+		r.mu.Unlock()
+	})
+	return r
+}
+
+// lead runs the lone call, held until release.
+func (r *rig) lead(t *testing.T) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	v := 0
+	wg.Go(func() {
+		if err := r.b.Do(t.Context(), &v, func(context.Context) { close(r.started); <-r.release }); err != nil {
+			t.Errorf("lone call: %v", err)
+		}
+	})
+	<-r.started
+	return &wg
+}
+
+func TestBatcherLoneCallerRunsAlone(t *testing.T) {
+	r := newRig(8, 0)
+	v := 1
+	ran := false
+	if err := r.b.Do(t.Context(), &v, func(context.Context) { ran = true }); err != nil {
+		t.Fatal(err)
+	}
+	if !ran || len(r.batches) != 0 || r.b.Busy() {
+		t.Fatalf("alone ran %v, batches %v, busy %v; want alone only, then idle", ran, r.batches, r.b.Busy())
+	}
+}
+
+func TestBatcherCallersArrivingDuringARoundTripShareTheNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 5
+		r := newRig(3, 0)
+		lone := r.lead(t)
+		if r.b.Waiting() != 0 {
+			t.Fatal("callers wait before any arrived")
+		}
+		vals := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			vals[i] = i + 1
+			wg.Go(func() {
+				if err := r.b.Do(t.Context(), &vals[i], func(context.Context) { t.Error("a waiting call ran alone") }); err != nil {
+					t.Error(err)
+				}
+			})
+			synctest.Wait() // queued, in arrival order
+		}
+		close(r.release)
+		wg.Wait()
+		lone.Wait()
+		// At most 3 per batch, first come first.
+		if want := [][]int{{1, 2, 3}, {4, 5}}; !slices.EqualFunc(r.batches, want, slices.Equal) {
+			t.Fatalf("batches %v; want %v", r.batches, want)
+		}
+		for i, v := range vals {
+			if v != -(i + 1) {
+				t.Fatalf("call %d read %d; want its own result %d", i, v, -(i + 1))
+			}
+		}
+		if items, batches := r.b.Shared(); items != n || batches != 2 {
+			t.Fatalf("Shared %d, %d; want %d, 2", items, batches, n)
+		}
+		synctest.Wait()
+		if r.b.Busy() {
+			t.Fatal("busy after every call returned")
+		}
+	})
+}
+
+func TestBatcherCallerThatGivesUpBeforeItsBatchIsNotSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(8, 0)
+		lone := r.lead(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		v := 7
+		done := make(chan error)
+		go func() { done <- r.b.Do(ctx, &v, func(context.Context) {}) }()
+		synctest.Wait()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Do: %v; want context.Canceled", err)
+		}
+		if r.b.Waiting() != 0 {
+			t.Fatal("a caller that gave up still waits")
+		}
+		close(r.release)
+		lone.Wait()
+		synctest.Wait()
+		if len(r.batches) != 0 {
+			t.Fatalf("batches %v; want none", r.batches)
+		}
+	})
+}
+
+func TestBatcherTimeoutEndsWaitForAStuckBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = time.Second
+		r := newRig(8, timeout)
+		r.stuck = make(chan struct{})
+		lone := r.lead(t)
+		v := 3
+		done := make(chan error)
+		start := time.Now()
+		go func() { done <- r.b.Do(t.Context(), &v, func(context.Context) {}) }()
+		synctest.Wait()
+		close(r.release) // the lone call returns; the batch goes, and is stuck
+		lone.Wait()
+		err := <-done
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Do: %v; want context.DeadlineExceeded", err)
+		}
+		// Fake time: exactly the bound, counted from the call.
+		if took := time.Since(start); took != timeout {
+			t.Fatalf("waited %v; want %v", took, timeout)
+		}
+		close(r.stuck)
+		synctest.Wait()
+	})
+}

@@ -1,0 +1,284 @@
+package pgledger_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/ledger/pgledger"
+	"github.com/retrybudget/retrybudget/ledger/pgledger/pgtest"
+)
+
+// holdTracer is a pgx tracer that counts the round trips of the store's
+// statements (a statement or a batch each) and, once armed, holds the
+// first UPDATE until release is closed, so that the statements made
+// meanwhile queue for one batch. When that UPDATE is back it calls
+// afterHeld, if set.
+type holdTracer struct {
+	trips     atomic.Int64
+	armed     atomic.Bool
+	held      chan struct{}
+	release   chan struct{}
+	once      sync.Once
+	afterHeld func()
+}
+
+type heldKey struct{}
+
+func newHoldTracer() *holdTracer {
+	return &holdTracer{held: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *holdTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if !strings.HasPrefix(d.SQL, "UPDATE") {
+		return ctx // the harness's own statements
+	}
+	h.trips.Add(1)
+	if !h.armed.Load() {
+		return ctx
+	}
+	first := false
+	h.once.Do(func() { first = true })
+	if !first {
+		return ctx
+	}
+	close(h.held)
+	<-h.release
+	return context.WithValue(ctx, heldKey{}, true)
+}
+
+func (h *holdTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	if ctx.Value(heldKey{}) != nil && h.afterHeld != nil {
+		h.afterHeld()
+	}
+}
+
+func (h *holdTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	h.trips.Add(1)
+	return ctx
+}
+
+func (h *holdTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (h *holdTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// pgBatchRig is a Store whose pool is traced by a holdTracer, with n
+// actions reserved.
+type pgBatchRig struct {
+	s      *pgledger.Store
+	pool   *pgxpool.Pool
+	tracer *holdTracer
+	keys   []ledger.Key
+	tokens []int64
+}
+
+// newPGBatchRig connects to the database at url in a fresh schema, through
+// addr when it is set (a CutProxy's).
+func newPGBatchRig(t *testing.T, url, addr string, n int) *pgBatchRig {
+	t.Helper()
+	schema := pgtest.Schema(t, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	if addr != "" {
+		host, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(p)
+		cfg.ConnConfig.TLSConfig, cfg.ConnConfig.Fallbacks = nil, nil
+	}
+	r := &pgBatchRig{tracer: newHoldTracer()}
+	cfg.ConnConfig.Tracer = r.tracer
+	if r.pool, err = pgxpool.NewWithConfig(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.pool.Close)
+	r.s = newStore(t, r.pool, pgledger.Config{})
+	for i := range n {
+		k := ledger.Key{Tenant: "t", Operation: "charge", Key: "batch-" + strconv.Itoa(i)}
+		res, err := r.s.Reserve(t.Context(), ledger.ReserveRequest{Key: k, Fingerprint: "f", Owner: "w1", MarksSending: true})
+		if err != nil || res.Token == 0 {
+			t.Fatalf("Reserve: %v, %+v", err, res)
+		}
+		r.keys, r.tokens = append(r.keys, k), append(r.tokens, res.Token)
+	}
+	return r
+}
+
+// together runs call(0) and, while its statement is held, call(1) to
+// call(n-1), which queue for the next batch; then releases the hold and
+// returns every call's error and the round trips they made.
+func (r *pgBatchRig) together(t *testing.T, call func(i int) error) ([]error, int64) {
+	t.Helper()
+	n := len(r.keys)
+	errs := make([]error, n)
+	before := r.tracer.trips.Load()
+	r.tracer.armed.Store(true)
+	var wg sync.WaitGroup
+	wg.Go(func() { errs[0] = call(0) })
+	<-r.tracer.held
+	for i := 1; i < n; i++ {
+		wg.Go(func() { errs[i] = call(i) })
+	}
+	for end := time.Now().Add(time.Minute); pgledger.BatchWaiting(r.s) < n-1; runtime.Gosched() {
+		if time.Now().After(end) {
+			t.Fatalf("%d statements queued; want %d", pgledger.BatchWaiting(r.s), n-1)
+		}
+	}
+	close(r.tracer.release)
+	wg.Wait()
+	return errs, r.tracer.trips.Load() - before
+}
+
+func TestBatchSharesRoundTrips(t *testing.T) {
+	const n = 8
+	r := newPGBatchRig(t, pgtest.URL(t), "", n)
+	errs, trips := r.together(t, func(i int) error {
+		return r.s.MarkSending(t.Context(), r.keys[i], r.tokens[i])
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("MarkSending %d: %v", i, err)
+		}
+	}
+	// The first statement's own round trip, then one batch for the rest.
+	if trips != 2 {
+		t.Fatalf("%d statements made %d round trips; want 2", n, trips)
+	}
+	if calls, batches := pgledger.SharedStatements(r.s); calls != n-1 || batches != 1 {
+		t.Fatalf("shared: %d statements in %d batches; want %d in 1", calls, batches, n-1)
+	}
+	for _, k := range r.keys {
+		rec, err := r.s.Get(t.Context(), k)
+		if err != nil || !rec.Sending {
+			t.Fatalf("%s: %v, sending %v; want marked", k.Key, err, rec.Sending)
+		}
+	}
+}
+
+func TestBatchFencedOutCallFailsAlone(t *testing.T) {
+	const n, stale = 6, 3
+	r := newPGBatchRig(t, pgtest.URL(t), "", n)
+	errs, _ := r.together(t, func(i int) error {
+		tok := r.tokens[i]
+		if i == stale {
+			tok++ // as after another owner's takeover
+		}
+		return r.s.Complete(t.Context(), r.keys[i], tok, ledger.Outcome{Status: 201})
+	})
+	for i, err := range errs {
+		switch {
+		case i == stale && !errors.Is(err, ledger.ErrNotOwner):
+			t.Errorf("stale Complete: %v; want ErrNotOwner", err)
+		case i != stale && err != nil:
+			t.Errorf("Complete %d beside a stale one: %v; want nil", i, err)
+		}
+	}
+	for i, k := range r.keys {
+		rec, err := r.s.Get(t.Context(), k)
+		want := ledger.StateCompleted
+		if i == stale {
+			want = ledger.StateInProgress
+		}
+		if err != nil || rec.State != want {
+			t.Errorf("%s: %v, %s; want %s", k.Key, err, rec.State, want)
+		}
+	}
+	if calls, _ := pgledger.SharedStatements(r.s); calls != n-1 {
+		t.Fatalf("%d statements shared a round trip; want %d", calls, n-1)
+	}
+}
+
+func TestBatchLostCommitReachesEveryCall(t *testing.T) {
+	// The batch runs and commits, and its answer is lost: every call of
+	// it gets the error a lone statement's lost answer gives, and every
+	// one of them was written ("maybe written" is the truth).
+	const n = 5
+	url := pgtest.URL(t)
+	pc, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := pgtest.StartCutProxy(t, net.JoinHostPort(pc.Host, strconv.Itoa(int(pc.Port))))
+	r := newPGBatchRig(t, url, proxy.Addr().String(), n)
+	// Armed once the first statement is back, so the batch's is the one
+	// cut.
+	r.tracer.afterHeld = func() { proxy.Arm(pgtest.CutAfterStatement) }
+	errs, _ := r.together(t, func(i int) error {
+		return r.s.MarkSending(t.Context(), r.keys[i], r.tokens[i])
+	})
+	if errs[0] != nil {
+		t.Fatalf("lone statement: %v", errs[0])
+	}
+	for i := 1; i < n; i++ {
+		if errs[i] == nil || errors.Is(errs[i], ledger.ErrNotOwner) {
+			t.Errorf("statement %d of the batch: %v; want the lost answer's error", i, errs[i])
+		}
+		rec, err := r.s.Get(t.Context(), r.keys[i])
+		if err != nil || !rec.Sending {
+			t.Errorf("%s: %v, sending %v; want written", r.keys[i].Key, err, rec.Sending)
+		}
+	}
+	if calls, _ := pgledger.SharedStatements(r.s); calls != n-1 {
+		t.Fatalf("%d statements shared a round trip; want %d", calls, n-1)
+	}
+}
+
+func TestBatchCallerDeadlineEndsWaitOnLockedTable(t *testing.T) {
+	// Another transaction holds the table in EXCLUSIVE mode: the first
+	// statement waits for it until its short deadline; the statements
+	// queued behind it then go as one batch, which waits too, and each
+	// caller leaves at its own deadline, well before twice it.
+	const n = 4
+	const lead, bound = 200 * time.Millisecond, time.Second
+	r := newPGBatchRig(t, pgtest.URL(t), "", n)
+	lock, err := r.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(context.Background())
+	if _, err := lock.Exec(t.Context(), "LOCK TABLE "+pgledger.DefaultTable+" IN EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, n)
+	took := make([]time.Duration, n)
+	call := func(i int, d time.Duration) {
+		ctx, cancel := context.WithTimeout(t.Context(), d)
+		defer cancel()
+		start := time.Now()
+		errs[i] = r.s.MarkSending(ctx, r.keys[i], r.tokens[i])
+		took[i] = time.Since(start)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { call(0, lead) })
+	for end := time.Now().Add(time.Minute); !pgledger.BatchBusy(r.s); runtime.Gosched() {
+		if time.Now().After(end) {
+			t.Fatal("the first statement never started")
+		}
+	}
+	for i := 1; i < n; i++ {
+		wg.Go(func() { call(i, bound) })
+	}
+	wg.Wait()
+	for i := 1; i < n; i++ {
+		if !errors.Is(errs[i], context.DeadlineExceeded) {
+			t.Errorf("call %d: %v; want its deadline", i, errs[i])
+		}
+		if took[i] >= 2*bound {
+			t.Errorf("call %d waited %v; its bound is %v", i, took[i], bound)
+		}
+	}
+	calls, _ := pgledger.SharedStatements(r.s)
+	t.Logf("%d statements went in a shared round trip", calls)
+}
