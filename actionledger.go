@@ -259,8 +259,13 @@ func (g *ledgerGate) reconcile(ctx context.Context, granted ledger.Reservation, 
 	token := g.token
 	switch res.State {
 	case ledger.StateFailed:
-		// The provider never acted: this call owns the action, send it.
-		return reservation{}
+		// The provider never acted, as far as the Reconciler can see: this
+		// call owns the action, send it. Where keys are honoured that is
+		// trusted inside the settle time too (a send under the key cannot
+		// act twice), but a request sent earlier may still be applied: should
+		// this call end before its own attempt, the record must stay "maybe
+		// applied", never "failed, no effect".
+		return reservation{maybeApplied: g.cfg.KeysHonoured && granted.Record.Sending}
 	case ledger.StateCompleted:
 		g.disown()
 		sctx, cancel := g.storeContext(ctx, true)

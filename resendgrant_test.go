@@ -104,3 +104,47 @@ func TestNumberedResendThatOwnsItsActionEndsUnsentWithoutEffect(t *testing.T) {
 		t.Fatalf("provider got %d requests; want none", n)
 	}
 }
+
+// A Reconciler's "not found" for an action sent earlier, where keys are
+// honoured, lets the call send it again under its key at once (the settle
+// time does not hold it); should the call then end before its own attempt
+// (here the limiter is down), the record stays "maybe applied": the
+// earlier request may still be applied, as a Reconciler that cannot see
+// requests in flight does not know. Found by TestSimulation (Redis seed
+// 94028241: a late-applying provider, recorded "failed, no effect").
+func TestReconciledNotFoundThatEndsBeforeSendingStaysMaybeApplied(t *testing.T) {
+	p := newProvider(t, status(201))
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	store := ledger.NewMemory(ledger.MemoryConfig{Now: func() time.Time { return now }})
+	act := Action{Tenant: "acme", Operation: "charge", Key: "o-1"}
+	same, _ := http.NewRequest("POST", p.URL, strings.NewReader("x"))
+	fp := ledger.Fingerprint(same.Method, same.URL, same.Header, nil, []byte("x"))
+	res, err := store.Reserve(context.Background(), ledger.ReserveRequest{Key: act, Fingerprint: fp, Owner: "first",
+		Lease: time.Second, MarksSending: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.MarkSending(context.Background(), act, res.Token); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Fail(context.Background(), act, res.Token, ledger.Failure{EffectPossible: true, Reason: "deadline"}); err != nil {
+		t.Fatal(err)
+	}
+	notFound := func(context.Context, ledger.Record) (ledger.Resolution, error) {
+		return ledger.Resolution{State: ledger.StateFailed, Reason: "not found"}, nil
+	}
+	lim := &scriptedLimiter{err: fmt.Errorf("%w: redis down", limiter.ErrUnavailable)}
+	tr, _ := newFakeTransport(Config{KeysHonoured: true, Limiter: lim, Ledger: LedgerConfig{Store: store, Reconciler: notFound}})
+	_, err = send(WithAction(context.Background(), act), t, tr, "POST", p.URL, "x")
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrLimiter) || !e.MaybeApplied {
+		t.Fatalf("error %v; want ErrLimiter, maybe applied", err)
+	}
+	rec, err := store.Get(context.Background(), act)
+	if err != nil || rec.State != ledger.StateUncertain {
+		t.Fatalf("record %v, %v; want uncertain (the earlier request may still be applied)", rec.State, err)
+	}
+	if n := len(p.requests()); n != 0 {
+		t.Fatalf("provider got %d requests; want none", n)
+	}
+}
