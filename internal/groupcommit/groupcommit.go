@@ -77,10 +77,11 @@ type call[T any] struct {
 // the caller's goroutine, under ctx, exactly as without batching; the
 // callers that arrive meanwhile wait and then go together in the next
 // batch. Otherwise item waits for the next batch. Do returns nil once
-// item's result is written (by alone or by the batch), and an error
-// wrapping context.DeadlineExceeded or context.Canceled when the caller
-// gave up first: ctx ended, or the Batcher's timeout passed since the
-// call. A caller that gives up before its batch left is taken out of it;
+// item's result is written (by alone or by the batch) before the caller's
+// bound, and an error wrapping context.DeadlineExceeded or
+// context.Canceled when the caller gave up first: ctx ended, or the
+// Batcher's timeout passed since the call. A result that is written at or
+// after that bound counts as too late. A caller that gives up before its batch left is taken out of it;
 // one whose batch is in flight leaves it, and the result the batch brings
 // later is dropped, as a reply that came too late.
 func (b *Batcher[T]) Do(ctx context.Context, item T, alone func(context.Context)) error {
@@ -106,14 +107,36 @@ func (b *Batcher[T]) Do(ctx context.Context, item T, alone func(context.Context)
 
 	select {
 	case <-c.done:
-		return nil
+		if !late(wctx) {
+			return nil
+		}
+		// The batch's round trip ran to the latest deadline among its
+		// callers, so a reply lost to that deadline (a read timeout)
+		// reaches the caller whose deadline it was at the instant its
+		// own context's timer fires: its bound decides, not the race.
 	case <-wctx.Done():
 		b.withdraw(c)
-		if ctx.Err() == nil {
-			return fmt.Errorf("no store reply within %v: %w", b.timeout, context.DeadlineExceeded)
-		}
-		return ctx.Err()
 	}
+	return b.gaveUp(ctx)
+}
+
+// late reports whether ctx's deadline has passed, whether or not its
+// timer has fired yet.
+func late(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ctx.Err() != nil || ok && !time.Now().Before(dl)
+}
+
+// gaveUp returns why a caller with context ctx left: its context's error,
+// or, when only the Batcher's timeout ended the wait, that bound's.
+func (b *Batcher[T]) gaveUp(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if late(ctx) {
+		return context.DeadlineExceeded
+	}
+	return fmt.Errorf("no store reply within %v: %w", b.timeout, context.DeadlineExceeded)
 }
 
 // afterAlone hands the callers that arrived during a lone caller's round

@@ -155,3 +155,34 @@ func TestBatcherTimeoutEndsWaitForAStuckBatch(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+func TestBatcherReplyLostAtTheCallersDeadlineIsItsDeadline(t *testing.T) {
+	// The batch's round trip runs to its callers' latest deadline and
+	// fails there, as a read timeout does: the caller whose deadline it
+	// was gets its deadline, not the round trip's error, whichever of the
+	// two its select sees first.
+	synctest.Test(t, func(t *testing.T) {
+		const bound = time.Second
+		for range 20 {
+			r := newRig(8, 0)
+			r.b.run = func(ctx context.Context, items []*int) {
+				<-ctx.Done()
+				for _, it := range items {
+					*it = -1 // the lost reply's error
+				}
+			}
+			lone := r.lead(t)
+			ctx, cancel := context.WithTimeout(t.Context(), bound)
+			v := 1
+			done := make(chan error)
+			go func() { done <- r.b.Do(ctx, &v, func(context.Context) {}) }()
+			synctest.Wait()
+			close(r.release) // the batch goes, and its reply is lost at the deadline
+			if err := <-done; !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Do: %v (result %d); want context.DeadlineExceeded", err, v)
+			}
+			cancel()
+			lone.Wait()
+		}
+	})
+}
