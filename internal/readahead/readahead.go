@@ -27,7 +27,7 @@ func Read(resp *http.Response, limit int64, wait time.Duration) ([]byte, bool) {
 		return nil, true
 	}
 	pb := &peekedBody{orig: resp.Body, done: make(chan struct{}), more: make(chan struct{})}
-	go pb.fill(limit + 1)
+	go pb.fill(limit+1, firstRead(resp.ContentLength, limit+1))
 	resp.Body = pb
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -49,6 +49,22 @@ func Read(resp *http.Response, limit int64, wait time.Duration) ([]byte, bool) {
 
 // chunk is the most the read-ahead asks of the body at once.
 const chunk = 32 << 10
+
+// smallRead is the read-ahead's first read of a body of unknown length;
+// each read that fills its buffer doubles the next, up to chunk.
+const smallRead = 512
+
+// firstRead returns the size of the read-ahead's first read of at most n
+// bytes from a body of length contentLength (-1: unknown): one byte more
+// than a known length, so the read that meets EOF needs no second buffer,
+// and small otherwise; most bodies read ahead are a few hundred bytes, and
+// a buffer of chunk for each would be most of a call's allocations.
+func firstRead(contentLength, n int64) int64 {
+	if contentLength >= 0 {
+		return max(min(contentLength+1, n, chunk), 1)
+	}
+	return min(n, smallRead)
+}
 
 // peekedBody is a response body whose first bytes are read ahead by a
 // goroutine. Read serves the bytes read ahead as they arrive, then, once
@@ -76,11 +92,12 @@ type peekedBody struct {
 	off int // the caller's position in buf; only Read touches it
 }
 
-// fill reads up to n bytes ahead, in chunks, publishing each as it
-// arrives.
-func (p *peekedBody) fill(n int64) {
+// fill reads up to n bytes ahead, the first read of size first and each
+// later one up to twice the last that filled its buffer (at most chunk),
+// publishing each as it arrives.
+func (p *peekedBody) fill(n, first int64) {
 	defer close(p.done)
-	tmp := make([]byte, min(n, chunk))
+	tmp := make([]byte, first)
 	var total int64
 	for {
 		m, err := p.orig.Read(tmp[:min(int64(len(tmp)), n-total)])
@@ -100,6 +117,9 @@ func (p *peekedBody) fill(n int64) {
 		p.mu.Unlock()
 		if end {
 			return
+		}
+		if m == len(tmp) && len(tmp) < chunk {
+			tmp = make([]byte, min(2*int64(len(tmp)), chunk, n-total))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package readahead
 import (
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -41,4 +42,52 @@ func TestRead(t *testing.T) {
 			t.Fatalf("caller read %q; want every byte", rest)
 		}
 	})
+}
+
+func TestReadAllocatesForTheBodyNotForAChunk(t *testing.T) {
+	// Most bodies read ahead are small (a charge's JSON, a problem
+	// document): the read-ahead's buffers are sized by the body, whether
+	// its length is known or not, never a chunk per call.
+	body := strings.Repeat("x", 300)
+	for _, tc := range []struct {
+		name   string
+		length int64
+	}{{"length known", int64(len(body))}, {"length unknown", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			read := func() {
+				resp := &http.Response{Body: io.NopCloser(strings.NewReader(body)), ContentLength: tc.length}
+				if buf, ok := Read(resp, 64<<10, time.Minute); !ok || len(buf) != len(body) {
+					t.Fatalf("Read: %d bytes, %v; want the body", len(buf), ok)
+				}
+				resp.Body.Close()
+			}
+			const runs = 200
+			read()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range runs {
+				read()
+			}
+			runtime.ReadMemStats(&after)
+			// A chunk is 32 KiB; the body, its copy and the bookkeeping
+			// (a goroutine's closure, channels, a timer) fit in 4 KiB.
+			if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 4<<10 {
+				t.Fatalf("%d bytes allocated per Read of a %d-byte body; want at most 4 KiB", per, len(body))
+			}
+		})
+	}
+}
+
+func TestReadOfALongBodyGrowsItsReads(t *testing.T) {
+	// A body longer than the first read, of unknown length or longer than
+	// announced, still reads ahead whole, up to the limit.
+	body := strings.Repeat("0123456789", 10_000)
+	for _, length := range []int64{-1, 10, int64(len(body))} {
+		resp := &http.Response{Body: io.NopCloser(strings.NewReader(body)), ContentLength: length}
+		buf, ok := Read(resp, int64(len(body)), time.Minute)
+		rest, _ := io.ReadAll(resp.Body)
+		if !ok || string(buf) != body || string(rest) != body {
+			t.Fatalf("ContentLength %d: read ahead %d bytes, %v, caller read %d; want the whole body twice", length, len(buf), ok, len(rest))
+		}
+	}
 }
