@@ -112,7 +112,7 @@ func (a *atomicTx) Complete(ctx context.Context, o ledger.Outcome) error {
 		a.rollback()
 		return fmt.Errorf("ledger: postgres complete: the transaction passed its deadline (%v)", a.s.cfg.atomicTimeout())
 	}
-	args, err := a.s.outcomeArgs(a.k, o)
+	args, err := a.s.completeArgs(a.k, o)
 	if err != nil {
 		a.rollback()
 		return err

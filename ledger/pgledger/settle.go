@@ -49,9 +49,8 @@ func (s *Store) Settle(ctx context.Context, k ledger.Key, token int64, res ledge
 	if err != nil {
 		return err
 	}
-	// The outcome's own columns ($3..$9), without the last send that
-	// Complete records with it: a settlement records no send.
-	return s.fencedExec(ctx, "settleCompleted", k, token, append(args[:7:7], a.By, a.Reason, a.Reference)...)
+	// A settlement records no send: the outcome's own columns only.
+	return s.fencedExec(ctx, "settleCompleted", k, token, append(args, a.By, a.Reason, a.Reference)...)
 }
 
 var _ ledger.Settler = (*Store)(nil)

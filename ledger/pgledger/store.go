@@ -291,15 +291,25 @@ func (s *Store) AddAttempt(ctx context.Context, k ledger.Key, token int64, class
 
 // Complete implements ledger.Store.
 func (s *Store) Complete(ctx context.Context, k ledger.Key, token int64, o ledger.Outcome) error {
-	args, err := s.outcomeArgs(k, o)
+	args, err := s.completeArgs(k, o)
 	if err != nil {
 		return err
 	}
 	return s.fencedExec(ctx, "complete", k, token, args...)
 }
 
-// outcomeArgs returns the stored outcome as completeSQL's $3 to $9, and
-// the send it answers as $10 and $11.
+// completeArgs returns completeSQL's $3 to $11: the stored outcome
+// (outcomeArgs), then the send it answers and the attempts kept.
+func (s *Store) completeArgs(k ledger.Key, o ledger.Outcome) ([]any, error) {
+	args, err := s.outcomeArgs(k, o)
+	if err != nil {
+		return nil, err
+	}
+	return append(args, o.AttemptClass, s.cfg.HistoryCap()), nil
+}
+
+// outcomeArgs returns the stored outcome's own columns, completeSQL's $3
+// to $9 (and settleCompleted's).
 func (s *Store) outcomeArgs(k ledger.Key, o ledger.Outcome) ([]any, error) {
 	st := s.cfg.StoredOutcome(o)
 	h, err := json.Marshal(st.Header)
@@ -322,8 +332,7 @@ func (s *Store) outcomeArgs(k ledger.Key, o ledger.Outcome) ([]any, error) {
 			}
 		}
 	}
-	return []any{st.Status, h, body, st.BodyHash, st.BodyLen, st.BodyOmitted, len(s.cfg.EncryptionKeys) > 0,
-		o.AttemptClass, s.cfg.HistoryCap()}, nil
+	return []any{st.Status, h, body, st.BodyHash, st.BodyLen, st.BodyOmitted, len(s.cfg.EncryptionKeys) > 0}, nil
 }
 
 // MarkSending implements ledger.Store.
