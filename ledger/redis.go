@@ -344,29 +344,39 @@ func (r *Redis) AddAttempt(ctx context.Context, k Key, token int64, class string
 
 // Complete implements Store.
 func (r *Redis) Complete(ctx context.Context, k Key, token int64, o Outcome) error {
-	s := r.cfg.storedOutcome(o)
-	h, err := json.Marshal(s.Header)
+	args, err := r.sealedOutcome(k, o)
 	if err != nil {
-		return fmt.Errorf("ledger: encode headers: %w", err)
-	}
-	if h, err = r.cfg.EncryptionKeys.Seal(k, "headers", h); err != nil {
 		return err
 	}
-	body := s.Body
-	if len(body) > 0 {
-		if body, err = r.cfg.EncryptionKeys.Seal(k, "body", body); err != nil {
-			return err
-		}
-	}
+	args = append(args, o.AttemptClass, r.cfg.HistoryCap())
 	_, err = roundTrip(r, ctx, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, r.replicated(ctx, func(c redis.Scripter) (bool, error) {
-			err := r.fencedOn(ctx, c, r.complete, "complete", k, token,
-				s.Status, h, body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted), flag(len(r.cfg.EncryptionKeys) > 0),
-				o.AttemptClass, r.cfg.HistoryCap())
+			err := r.fencedOn(ctx, c, r.complete, "complete", k, token, args...)
 			return err == nil, err
 		})
 	})
 	return err
+}
+
+// sealedOutcome returns o as complete.lua and settle.lua store it: status,
+// headers (JSON, sealed), body (sealed), body hash, length, omitted and
+// encrypted flags.
+func (r *Redis) sealedOutcome(k Key, o Outcome) ([]any, error) {
+	s := r.cfg.storedOutcome(o)
+	h, err := json.Marshal(s.Header)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: encode headers: %w", err)
+	}
+	if h, err = r.cfg.EncryptionKeys.Seal(k, "headers", h); err != nil {
+		return nil, err
+	}
+	body := s.Body
+	if len(body) > 0 {
+		if body, err = r.cfg.EncryptionKeys.Seal(k, "body", body); err != nil {
+			return nil, err
+		}
+	}
+	return []any{s.Status, h, body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted), flag(len(r.cfg.EncryptionKeys) > 0)}, nil
 }
 
 // Fail implements Store. An action it makes uncertain is first entered

@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	_ "embed" // settle.lua
-	"encoding/json"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -52,27 +51,6 @@ func (r *Redis) Settle(ctx context.Context, k Key, token int64, res Resolution) 
 		r.unindexHeld(ctx, map[string]string{k.ID(): ver})
 	}
 	return err
-}
-
-// sealedOutcome returns o as complete.lua and settle.lua store it: status,
-// headers (JSON, sealed), body (sealed), body hash, length, omitted and
-// encrypted flags.
-func (r *Redis) sealedOutcome(k Key, o Outcome) ([]any, error) {
-	s := r.cfg.storedOutcome(o)
-	h, err := json.Marshal(s.Header)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: encode headers: %w", err)
-	}
-	if h, err = r.cfg.EncryptionKeys.Seal(k, "headers", h); err != nil {
-		return nil, err
-	}
-	body := s.Body
-	if len(body) > 0 {
-		if body, err = r.cfg.EncryptionKeys.Seal(k, "body", body); err != nil {
-			return nil, err
-		}
-	}
-	return []any{s.Status, h, body, s.BodyHash, s.BodyLen, flag(s.BodyOmitted), flag(len(r.cfg.EncryptionKeys) > 0)}, nil
 }
 
 // decodeSettlement reads the trail fields of a record's hash: nil when
