@@ -36,6 +36,38 @@ type group struct {
 	Link              string
 }
 
+// groups are the held actions' groups, by tenant and operation.
+type groups map[[2]string]*group
+
+// of returns the group of tenant and operation, made on first use.
+func (gs groups) of(tenant, operation string) *group {
+	gk := [2]string{tenant, operation}
+	g := gs[gk]
+	if g == nil {
+		g = &group{Tenant: tenant, Operation: operation, Link: "?" + url.Values{"tenant": {tenant}, "operation": {operation}}.Encode()}
+		gs[gk] = g
+	}
+	return g
+}
+
+// sorted returns the groups by tenant, then operation.
+func (gs groups) sorted() []*group {
+	out := make([]*group, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b *group) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Operation, b.Operation))
+	})
+	return out
+}
+
+// oldestFirst sorts list by age, oldest first: the action waiting longest
+// is the one to settle first.
+func oldestFirst(list []heldAction) {
+	slices.SortStableFunc(list, func(a, b heldAction) int { return cmp.Compare(b.Age, a.Age) })
+}
+
 // swept is what one page read from the store.
 type swept struct {
 	records []ledger.Record
@@ -115,7 +147,7 @@ func (h *handler) heldPage(w http.ResponseWriter, r *http.Request) {
 	var (
 		list             []heldAction
 		uncertain, stuck int
-		groups           = map[[2]string]*group{} // at most MaxScan entries
+		byGroup          = groups{} // at most MaxScan entries
 	)
 	for _, rec := range s.records {
 		if (tenant != "" && rec.Key.Tenant != tenant) || (operation != "" && rec.Key.Operation != operation) ||
@@ -124,12 +156,7 @@ func (h *handler) heldPage(w http.ResponseWriter, r *http.Request) {
 		}
 		a := h.held(rec, now)
 		list = append(list, a)
-		gk := [2]string{rec.Key.Tenant, rec.Key.Operation}
-		g := groups[gk]
-		if g == nil {
-			g = &group{Tenant: gk[0], Operation: gk[1], Link: "?" + url.Values{"tenant": {gk[0]}, "operation": {gk[1]}}.Encode()}
-			groups[gk] = g
-		}
+		g := byGroup.of(rec.Key.Tenant, rec.Key.Operation)
 		g.Oldest = max(g.Oldest, a.Age)
 		if rec.State == ledger.StateUncertain {
 			uncertain++
@@ -139,15 +166,8 @@ func (h *handler) heldPage(w http.ResponseWriter, r *http.Request) {
 			g.Stuck++
 		}
 	}
-	// Oldest first: the action waiting longest is the one to settle first.
-	slices.SortStableFunc(list, func(a, b heldAction) int { return cmp.Compare(b.Age, a.Age) })
-	gs := make([]*group, 0, len(groups))
-	for _, g := range groups {
-		gs = append(gs, g)
-	}
-	slices.SortFunc(gs, func(a, b *group) int {
-		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Operation, b.Operation))
-	})
+	oldestFirst(list)
+	gs := byGroup.sorted()
 	pages := max(1, (len(list)+h.cfg.PageSize-1)/h.cfg.PageSize)
 	page = min(page, pages)
 	from := (page - 1) * h.cfg.PageSize

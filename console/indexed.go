@@ -1,12 +1,10 @@
 package console
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"time"
 
@@ -74,20 +72,11 @@ func (h *handler) indexedPage(w http.ResponseWriter, r *http.Request, hl ledger.
 	var (
 		list             []heldAction
 		uncertain, stuck int
-		groups           = map[[2]string]*group{} // at most MaxScan entries: the index's counts and one page
+		byGroup          = groups{} // at most MaxScan entries: the index's counts and one page
 	)
-	groupOf := func(t, o string) *group {
-		gk := [2]string{t, o}
-		g := groups[gk]
-		if g == nil {
-			g = &group{Tenant: t, Operation: o, Link: "?" + url.Values{"tenant": {t}, "operation": {o}}.Encode()}
-			groups[gk] = g
-		}
-		return g
-	}
 	for _, g := range p.Groups {
 		if h.visible(op, g.Tenant) {
-			groupOf(g.Tenant, g.Operation).Uncertain += g.Held
+			byGroup.of(g.Tenant, g.Operation).Uncertain += g.Held
 			uncertain += g.Held
 		}
 	}
@@ -97,7 +86,7 @@ func (h *handler) indexedPage(w http.ResponseWriter, r *http.Request, hl ledger.
 		}
 		a := h.held(rec, now)
 		list = append(list, a)
-		g := groupOf(rec.Key.Tenant, rec.Key.Operation)
+		g := byGroup.of(rec.Key.Tenant, rec.Key.Operation)
 		g.Oldest = max(g.Oldest, a.Age)
 		if rec.State == ledger.StateInProgress {
 			// In the index's count only if it was uncertain before.
@@ -105,14 +94,8 @@ func (h *handler) indexedPage(w http.ResponseWriter, r *http.Request, hl ledger.
 			g.Stuck++
 		}
 	}
-	slices.SortStableFunc(list, func(a, b heldAction) int { return cmp.Compare(b.Age, a.Age) })
-	gs := make([]*group, 0, len(groups))
-	for _, g := range groups {
-		gs = append(gs, g)
-	}
-	slices.SortFunc(gs, func(a, b *group) int {
-		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Operation, b.Operation))
-	})
+	oldestFirst(list)
+	gs := byGroup.sorted()
 	link := func(v url.Values) string {
 		for _, k := range []string{"tenant", "operation", "min_age"} {
 			if q.Get(k) != "" {
