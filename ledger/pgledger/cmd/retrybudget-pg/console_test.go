@@ -5,17 +5,11 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/retrybudget/retrybudget/console/consolecmd"
 	"github.com/retrybudget/retrybudget/ledger"
-	"github.com/retrybudget/retrybudget/ledger/ledgercli"
-	"github.com/retrybudget/retrybudget/ledger/ledgertest"
-	"github.com/retrybudget/retrybudget/ledger/pgledger"
-	"github.com/retrybudget/retrybudget/ledger/pgledger/pgtest"
 )
 
 // TestConsoleCommandPostgres serves "retrybudget-pg console" on a real
@@ -23,38 +17,8 @@ import (
 // to the operator token and to nobody else, and the command stops cleanly
 // when its context ends.
 func TestConsoleCommandPostgres(t *testing.T) {
-	base := pgtest.URL(t)
-	schema := pgtest.Schema(t, base)
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	dsn := u.String()
-	t.Setenv(ledgercli.FingerprintKeyEnv, string(ledgertest.FingerprintKeys()[0]))
+	dsn, _, _ := uncertainAction(t, ledger.Key{Tenant: "acme", Operation: "sms.send", Key: "order-7-sms"})
 	t.Setenv(consolecmd.TokenEnv, "pg-console-token")
-	if code := run([]string{"migrate", "--url", dsn}, io.Discard, io.Discard); code != 0 {
-		t.Fatalf("migrate: exit %d", code)
-	}
-	pool, err := pgxpool.New(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	s, err := pgledger.New(pool, pgledger.Config{Config: ledger.Config{FingerprintKeys: ledgertest.FingerprintKeys()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := ledger.Key{Tenant: "acme", Operation: "sms.send", Key: "order-7-sms"}
-	res, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: k, Fingerprint: "fp", Owner: "w1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Fail(t.Context(), k, res.Token, ledger.Failure{EffectPossible: true, Reason: "timeout"}); err != nil {
-		t.Fatal(err)
-	}
 
 	ctx, cancel := context.WithCancel(t.Context())
 	pr, pw := io.Pipe()
