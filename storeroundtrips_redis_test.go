@@ -2,9 +2,6 @@ package retrybudget
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -51,20 +48,9 @@ func TestRedisStoreRoundTripsPerAction(t *testing.T) {
 				t.Fatal(err)
 			}
 			tr := New(Config{Base: canned{}, KeysHonoured: tc.honoured, Ledger: LedgerConfig{Store: store}})
-			post := func(key string) {
-				act := Action{Tenant: "acme", Operation: "charge", Key: key}
-				req, _ := http.NewRequestWithContext(WithAction(context.Background(), act), http.MethodPost,
-					"http://api.example/v1/charges", strings.NewReader(`{"amount":1999}`))
-				resp, err := tr.RoundTrip(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-			post("warm-up") // loads the scripts (a NOSCRIPT, then EVAL)
+			postCharge(t, tr, "warm-up") // loads the scripts (a NOSCRIPT, then EVAL)
 			before := hook.n.Load()
-			post("order-1")
+			postCharge(t, tr, "order-1")
 			if got := hook.n.Load() - before; got != tc.want {
 				t.Fatalf("%d Redis round trips for the action; want %d", got, tc.want)
 			}

@@ -20,6 +20,28 @@ type countingStore struct {
 	calls []string
 }
 
+// made returns the calls made so far, in order, space-separated.
+func (s *countingStore) made() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.calls, " ")
+}
+
+// postCharge sends a keyed POST under acme's charge action key through tr
+// and reads the answer.
+func postCharge(t *testing.T, tr http.RoundTripper, key string) {
+	t.Helper()
+	act := Action{Tenant: "acme", Operation: "charge", Key: key}
+	req, _ := http.NewRequestWithContext(WithAction(context.Background(), act), http.MethodPost,
+		"http://api.example/v1/charges", strings.NewReader(`{"amount":1999}`))
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
 func (s *countingStore) count(op string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -107,18 +129,8 @@ func TestStoreRoundTripsPerAction(t *testing.T) {
 			}
 			store := &countingStore{Store: inner}
 			tr := New(Config{Base: canned{}, KeysHonoured: tc.honoured, Ledger: LedgerConfig{Store: store}})
-			act := Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
-			req, _ := http.NewRequestWithContext(WithAction(context.Background(), act), http.MethodPost,
-				"http://api.example/v1/charges", strings.NewReader(`{"amount":1999}`))
-			resp, err := tr.RoundTrip(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			store.mu.Lock()
-			got := strings.Join(store.calls, " ")
-			store.mu.Unlock()
+			postCharge(t, tr, "order-1")
+			got := store.made()
 			if got != tc.want {
 				t.Fatalf("store calls %q; want %q", got, tc.want)
 			}
@@ -158,18 +170,8 @@ func TestStoreRoundTripsPerActionWithARetry(t *testing.T) {
 	mem := ledger.NewMemory(ledger.MemoryConfig{})
 	store := &countingStore{Store: mem}
 	tr, _ := newFakeTransport(Config{Base: &unavailableOnce{}, KeysHonoured: true, Ledger: LedgerConfig{Store: store}})
-	act := Action{Tenant: "acme", Operation: "charge", Key: "order-1"}
-	req, _ := http.NewRequestWithContext(WithAction(context.Background(), act), http.MethodPost,
-		"http://api.example/v1/charges", strings.NewReader(`{"amount":1999}`))
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	store.mu.Lock()
-	got := strings.Join(store.calls, " ")
-	store.mu.Unlock()
+	postCharge(t, tr, "order-1")
+	got := store.made()
 	if want := "Reserve AddAttempt MarkSending Complete"; got != want {
 		t.Fatalf("store calls %q; want %q", got, want)
 	}
