@@ -21,37 +21,15 @@ import (
 // (Memory seed 19518).
 func TestResendThatEndsBeforeSendingStaysMaybeApplied(t *testing.T) {
 	p := newProvider(t, status(201))
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	store := ledger.NewMemory(ledger.MemoryConfig{Now: func() time.Time { return now }})
-	act := Action{Tenant: "acme", Operation: "charge", Key: "o-1"}
 	// A dead owner marked it sending (it may have been applied), then its
 	// lease ran out. Its request was the one sent below.
-	same, _ := http.NewRequest("POST", p.URL, strings.NewReader("x"))
-	fp := ledger.Fingerprint(same.Method, same.URL, same.Header, nil, []byte("x"))
-	res, err := store.Reserve(context.Background(), ledger.ReserveRequest{Key: act, Fingerprint: fp, Owner: "dead",
-		Lease: time.Second, MarksSending: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.MarkSending(context.Background(), act, res.Token); err != nil {
-		t.Fatal(err)
-	}
-	now = now.Add(time.Minute)
+	store, act, _, later := markedBefore(t, p, "dead")
+	later(time.Minute)
 
 	lim := &scriptedLimiter{err: fmt.Errorf("%w: redis down", limiter.ErrUnavailable)}
 	tr, _ := newFakeTransport(Config{KeysHonoured: true, Limiter: lim, Ledger: LedgerConfig{Store: store}})
-	_, err = send(WithAction(context.Background(), act), t, tr, "POST", p.URL, "x")
-	var e *Error
-	if !errors.As(err, &e) || !errors.Is(err, ErrLimiter) || !e.MaybeApplied {
-		t.Fatalf("error %v; want ErrLimiter, maybe applied", err)
-	}
-	rec, err := store.Get(context.Background(), act)
-	if err != nil || rec.State != ledger.StateUncertain {
-		t.Fatalf("record %v, %v; want uncertain (an earlier call may have applied it)", rec.State, err)
-	}
-	if n := len(p.requests()); n != 0 {
-		t.Fatalf("provider got %d requests; want none", n)
-	}
+	_, err := send(WithAction(context.Background(), act), t, tr, "POST", p.URL, "x")
+	heldUnsent(t, err, store, act, p)
 }
 
 // An SDK's numbered re-send (openai-go's X-Stainless-Retry-Count) that
@@ -114,20 +92,8 @@ func TestNumberedResendThatOwnsItsActionEndsUnsentWithoutEffect(t *testing.T) {
 // 94028241: a late-applying provider, recorded "failed, no effect").
 func TestReconciledNotFoundThatEndsBeforeSendingStaysMaybeApplied(t *testing.T) {
 	p := newProvider(t, status(201))
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	store := ledger.NewMemory(ledger.MemoryConfig{Now: func() time.Time { return now }})
-	act := Action{Tenant: "acme", Operation: "charge", Key: "o-1"}
-	same, _ := http.NewRequest("POST", p.URL, strings.NewReader("x"))
-	fp := ledger.Fingerprint(same.Method, same.URL, same.Header, nil, []byte("x"))
-	res, err := store.Reserve(context.Background(), ledger.ReserveRequest{Key: act, Fingerprint: fp, Owner: "first",
-		Lease: time.Second, MarksSending: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.MarkSending(context.Background(), act, res.Token); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Fail(context.Background(), act, res.Token, ledger.Failure{EffectPossible: true, Reason: "deadline"}); err != nil {
+	store, act, token, _ := markedBefore(t, p, "first")
+	if err := store.Fail(context.Background(), act, token, ledger.Failure{EffectPossible: true, Reason: "deadline"}); err != nil {
 		t.Fatal(err)
 	}
 	notFound := func(context.Context, ledger.Record) (ledger.Resolution, error) {
@@ -135,14 +101,45 @@ func TestReconciledNotFoundThatEndsBeforeSendingStaysMaybeApplied(t *testing.T) 
 	}
 	lim := &scriptedLimiter{err: fmt.Errorf("%w: redis down", limiter.ErrUnavailable)}
 	tr, _ := newFakeTransport(Config{KeysHonoured: true, Limiter: lim, Ledger: LedgerConfig{Store: store, Reconciler: notFound}})
-	_, err = send(WithAction(context.Background(), act), t, tr, "POST", p.URL, "x")
+	_, err := send(WithAction(context.Background(), act), t, tr, "POST", p.URL, "x")
+	heldUnsent(t, err, store, act, p)
+}
+
+// markedBefore returns a Memory store on a clock that later moves, in
+// which owner reserved acme's action o-1 (lease one second) for a POST
+// of "x" to p and marked it sending: an earlier run's request, which may
+// have been applied.
+func markedBefore(t *testing.T, p *provider, owner string) (store *ledger.Memory, act Action, token int64, later func(time.Duration)) {
+	t.Helper()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	store = ledger.NewMemory(ledger.MemoryConfig{Now: func() time.Time { return now }})
+	act = Action{Tenant: "acme", Operation: "charge", Key: "o-1"}
+	same, _ := http.NewRequest("POST", p.URL, strings.NewReader("x"))
+	fp := ledger.Fingerprint(same.Method, same.URL, same.Header, nil, []byte("x"))
+	res, err := store.Reserve(context.Background(), ledger.ReserveRequest{Key: act, Fingerprint: fp, Owner: owner,
+		Lease: time.Second, MarksSending: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.MarkSending(context.Background(), act, res.Token); err != nil {
+		t.Fatal(err)
+	}
+	return store, act, res.Token, func(d time.Duration) { now = now.Add(d) }
+}
+
+// heldUnsent checks that a call of act, which an earlier request may have
+// applied, ended before sending (err, the limiter being down) and left
+// it maybe applied: the error says so, the record is uncertain, and p got
+// nothing.
+func heldUnsent(t *testing.T, err error, store *ledger.Memory, act Action, p *provider) {
+	t.Helper()
 	var e *Error
 	if !errors.As(err, &e) || !errors.Is(err, ErrLimiter) || !e.MaybeApplied {
 		t.Fatalf("error %v; want ErrLimiter, maybe applied", err)
 	}
 	rec, err := store.Get(context.Background(), act)
 	if err != nil || rec.State != ledger.StateUncertain {
-		t.Fatalf("record %v, %v; want uncertain (the earlier request may still be applied)", rec.State, err)
+		t.Fatalf("record %v, %v; want uncertain (an earlier request may have been applied)", rec.State, err)
 	}
 	if n := len(p.requests()); n != 0 {
 		t.Fatalf("provider got %d requests; want none", n)
