@@ -33,6 +33,11 @@ type simProc struct {
 	// flooded reports that other callers of the process flooded its
 	// give-up memory (once per process).
 	flooded atomic.Bool
+	// sideReserve, when set, sends the process's first Reserve to the
+	// run's unbatched store (a batch takeover's racing delivery) and is
+	// closed once it returned.
+	sideReserve chan struct{}
+	sideOnce    sync.Once
 
 	mu     sync.Mutex // guards isDead and calls
 	isDead bool
@@ -152,6 +157,7 @@ func (r *Run) run() {
 		}()
 	}
 	jobs.Wait()
+	r.racers.Wait()
 	if mon != nil {
 		mon.Stop()
 	}

@@ -1,0 +1,268 @@
+package faultsim
+
+// Faults aimed at shared round trips. The Redis and PostgreSQL stores
+// share one round trip between the store calls of concurrent actions (a
+// batch: internal/groupcommit), so one lost reply, one cut connection or
+// one takeover meets several calls at once. A world whose store batches
+// (World.Batches) calls Run.StrikeBatch before it sends each batch of two
+// or more calls, and does to the batch what it returns; the simulator runs
+// a takeover aimed at one call of the batch before it answers.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/retrybudget/retrybudget/ledger"
+)
+
+// Batching is how a world's store shares round trips between concurrent
+// calls, for the faults that strike a batch.
+type Batching struct {
+	// On reports whether the store of schedule s batches (Redis: not
+	// with WaitReplicas, whose WAIT counts one connection's writes).
+	// Its Open gives each such schedule's Run, with SetUnbatched, a
+	// second store over the same records whose calls never share a round
+	// trip.
+	On func(s *Schedule) bool
+	// Cut reports whether the world cuts a batch part-way (StrikeCut);
+	// else it only loses a batch's reply (StrikeLost).
+	Cut bool
+}
+
+// SetUnbatched gives r a second store over the records of its store whose
+// calls never share a round trip (MaxBatch 1): the store of the racing
+// delivery that takes an action over while a batch waits for it (a
+// takeover on the batched store would wait for that very batch). A world
+// with Batches calls it from Open.
+func (r *Run) SetUnbatched(s ledger.Store) { r.side = s }
+
+// BatchCall is one store call in a batch, as the world's store sends it:
+// the ID of its action's record (ledger.Key.ID) and its fencing token, zero
+// when it carries none (Reserve).
+type BatchCall struct {
+	ID    string
+	Token int64
+}
+
+// Strike is what the world does to one batch's round trip.
+type Strike uint8
+
+// The strikes StrikeBatch returns.
+const (
+	// StrikeNone sends the batch as it is.
+	StrikeNone Strike = iota
+	// StrikeLost runs the whole batch on the store and loses its reply
+	// for every call in it (the connection is cut once the store
+	// answered): every call's write may have been made.
+	StrikeLost
+	// StrikeCut cuts the batch's connection after part of it was sent:
+	// on PostgreSQL nothing of it commits; on Redis the commands that
+	// arrived ran. Every call gets an error.
+	StrikeCut
+)
+
+// batchFault is the one batch fault a schedule may draw, and where in the
+// workload it is armed (Schedule.Batch).
+type batchFault struct {
+	Kind        faultKind // faultBatchLost, faultBatchCut or faultBatchTakeover
+	Action, Run int
+	Point       point
+}
+
+func (f batchFault) String() string {
+	what := map[faultKind]string{
+		faultBatchLost:     "the next batch of two or more store calls runs, and its reply is lost to every call in it",
+		faultBatchCut:      "the next batch of two or more store calls is cut part-way through sending",
+		faultBatchTakeover: "a racing delivery under the same owner takes the action over while this call's fenced write waits in, or rides, a batch",
+	}[f.Kind]
+	return fmt.Sprintf("%s from %s of action %d run %d: %s", f.Kind, f.Point, f.Action, f.Run, what)
+}
+
+// drawBatches draws, from a stream of its own so that the rest of a seed's
+// schedule stays as it was, what makes batches form in a world whose store
+// batches (the store's latency, actions that start together) and the batch
+// fault, if any.
+func drawBatches(seed int64, s *Schedule, w *World) {
+	if w.Batches == nil || s.NoLedger || s.Inbound != nil || !w.Batches.On(s) {
+		return
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0xba7c4))
+	L := w.Lease
+	// A round trip of a few milliseconds, as a store across a network:
+	// calls of concurrent actions then overlap, and wait for one another.
+	s.StoreLatency = []time.Duration{0, L / 60, L / 30}[rng.IntN(3)]
+	if rng.IntN(2) == 0 { // a burst: every job starts at once
+		for i := range s.Actions {
+			s.Actions[i].Start = s.Actions[0].Start
+		}
+		s.Burst = true
+	}
+	if rng.IntN(3) == 0 {
+		return
+	}
+	kinds := []faultKind{faultBatchLost}
+	if w.Batches.Cut {
+		kinds = append(kinds, faultBatchCut)
+	}
+	if s.StableOwners { // a racing delivery reclaims at once only from the same owner
+		kinds = append(kinds, faultBatchTakeover)
+	}
+	f := batchFault{Kind: kinds[rng.IntN(len(kinds))], Action: rng.IntN(len(s.Actions)), Run: 1 + rng.IntN(4)/3}
+	if f.Kind == faultBatchTakeover {
+		f.Point = []point{atMark, atAttempt, atSettle}[rng.IntN(3)] // the owner's fenced writes
+	} else {
+		f.Point = []point{atReserve, atMark, atAttempt, atSettle, atRenew}[rng.IntN(5)]
+	}
+	s.Batch = &f
+}
+
+// batchState is a run's armed batch fault (guarded by the run's mu).
+type batchState struct {
+	fired bool // armed: from its point on, the next batch is struck
+	done  bool // struck (or the takeover ran)
+	// id and token, for a takeover, are the fenced write it aims at: the
+	// armed call's record and grant.
+	id    string
+	token int64
+	// landed: the takeover reserved while the write waited in its batch;
+	// counted: its refusal was counted as a hit.
+	landed, counted bool
+}
+
+// batchCounts counts, across a world's schedules, the batches and the
+// batch faults drawn and hit, for the summary that proves they fire.
+type batchCounts struct {
+	batches, calls, schedules atomic.Int64
+	drawn, hit                [3]atomic.Int64 // by faultKind - faultBatchLost
+}
+
+// summary is the counts' line in Simulate's log.
+func (c *batchCounts) summary() string {
+	s := fmt.Sprintf("%d batches of two or more store calls carried %d calls in %d schedules", c.batches.Load(), c.calls.Load(), c.schedules.Load())
+	for i, k := range []faultKind{faultBatchLost, faultBatchCut, faultBatchTakeover} {
+		s += fmt.Sprintf("; %s hit %d of the %d schedules that drew it", k, c.hit[i].Load(), c.drawn[i].Load())
+	}
+	return s
+}
+
+// armBatch arms the schedule's batch fault when the call in ctx reaches
+// its point, before the store call; k and token are the call's record and
+// grant (zero for Reserve).
+func (r *Run) armBatch(ctx context.Context, pt point, k ledger.Key, token int64) {
+	f := r.s.Batch
+	ci := callOf(ctx)
+	if f == nil || ci == nil || ci.action != f.Action || ci.run != f.Run || pt != f.Point {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.batch.fired {
+		return
+	}
+	r.batch.fired, r.batch.id, r.batch.token = true, k.ID(), token
+	r.trace = append(r.trace, fmt.Sprintf("%8v FAULT armed: %s", time.Since(r.start).Round(time.Millisecond), f))
+}
+
+// StrikeBatch is called by the world's store before it sends a batch of
+// two or more store calls, and returns what the world does to its round
+// trip. When the schedule's takeover aims at one of calls, a racing
+// delivery takes that action over before StrikeBatch returns, so the
+// call's fenced write in the batch is refused, and the batch's other calls
+// go on as they would.
+func (r *Run) StrikeBatch(calls []BatchCall) Strike {
+	if len(calls) < 2 {
+		return StrikeNone
+	}
+	r.Logf("store: a batch of %d calls", len(calls))
+	c := &r.w.batchCounts
+	c.batches.Add(1)
+	c.calls.Add(int64(len(calls)))
+	r.mu.Lock()
+	if !r.batched {
+		r.batched = true
+		c.schedules.Add(1)
+	}
+	f, st := r.s.Batch, &r.batch
+	if f == nil || !st.fired || st.done {
+		r.mu.Unlock()
+		return StrikeNone
+	}
+	switch f.Kind {
+	case faultBatchLost, faultBatchCut:
+		st.done = true
+		r.mu.Unlock()
+		c.hit[f.Kind-faultBatchLost].Add(1)
+		r.Logf("FAULT %s strikes a batch of %d store calls", f.Kind, len(calls))
+		if f.Kind == faultBatchLost {
+			return StrikeLost
+		}
+		return StrikeCut
+	}
+	aimed := false
+	for _, bc := range calls {
+		aimed = aimed || bc.ID == st.id && bc.Token == st.token
+	}
+	if !aimed {
+		r.mu.Unlock()
+		return StrikeNone
+	}
+	st.done = true
+	r.mu.Unlock()
+	r.Logf("FAULT %s: action %d's fenced write (token %d) is in a batch of %d store calls", f.Kind, f.Action, st.token, len(calls))
+	if r.takeover(f) {
+		r.mu.Lock()
+		st.landed = true
+		r.mu.Unlock()
+	}
+	return StrikeNone
+}
+
+// takeover starts a racing delivery of f's action in a live process of its
+// own under the owner of f's run (a new instance of it, so its Reserve
+// reclaims the action at once), whose Reserve goes to the unbatched store,
+// and reports whether that Reserve returned within a third of a lease.
+func (r *Run) takeover(f *batchFault) bool {
+	p := r.newProc((f.Action + f.Run - 1) % len(r.procs))
+	p.sideReserve = make(chan struct{})
+	reserved := p.sideReserve
+	r.mu.Lock()
+	r.raced[f.Action] = true
+	r.mu.Unlock()
+	r.racers.Add(1)
+	go func() {
+		defer r.racers.Done()
+		r.call(f.Action, 0, p)
+	}()
+	t := time.NewTimer(r.w.Lease / 3)
+	defer t.Stop()
+	select {
+	case <-reserved:
+		return true
+	case <-t.C:
+		r.Logf("batch takeover: the racing delivery did not reserve within %v", r.w.Lease/3)
+		return false
+	}
+}
+
+// fencedDone counts a takeover that hit: the armed write, in a batch with
+// the takeover before it, was refused as no longer the owner's.
+func (r *Run) fencedDone(k ledger.Key, token int64, err error) {
+	if r.s.Batch == nil || r.s.Batch.Kind != faultBatchTakeover || !errors.Is(err, ledger.ErrNotOwner) {
+		return
+	}
+	r.mu.Lock()
+	st := &r.batch
+	hit := st.landed && !st.counted && st.id == k.ID() && st.token == token
+	if hit {
+		st.counted = true
+	}
+	r.mu.Unlock()
+	if hit {
+		r.w.batchCounts.hit[faultBatchTakeover-faultBatchLost].Add(1)
+		r.Logf("batch takeover: action %d's write with token %d was refused in its batch: %v", r.s.Batch.Action, token, err)
+	}
+}
