@@ -65,21 +65,26 @@ const (
 	StrikeCut
 )
 
-// batchFault is the one batch fault a schedule may draw, and where in the
-// workload it is armed (Schedule.Batch).
+// batchFault is the one batch fault a schedule may draw, and what it
+// strikes (Schedule.Batch).
 type batchFault struct {
-	Kind        faultKind // faultBatchLost, faultBatchCut or faultBatchTakeover
+	Kind faultKind // faultBatchLost, faultBatchCut or faultBatchTakeover
+	// Nth, for a lost reply or a cut, is the batch of two or more store
+	// calls it strikes: the schedule's first, second or third.
+	Nth int
+	// Action and Run, for a takeover, are the run whose grant it aims at.
 	Action, Run int
-	Point       point
 }
 
 func (f batchFault) String() string {
-	what := map[faultKind]string{
-		faultBatchLost:     "the next batch of two or more store calls runs, and its reply is lost to every call in it",
-		faultBatchCut:      "the next batch of two or more store calls is cut part-way through sending",
-		faultBatchTakeover: "a racing delivery under the same owner takes the action over while this call's fenced write waits in, or rides, a batch",
-	}[f.Kind]
-	return fmt.Sprintf("%s from %s of action %d run %d: %s", f.Kind, f.Point, f.Action, f.Run, what)
+	switch f.Kind {
+	case faultBatchLost:
+		return fmt.Sprintf("%s: batch %d of two or more store calls runs, and its reply is lost to every call in it", f.Kind, f.Nth)
+	case faultBatchCut:
+		return fmt.Sprintf("%s: batch %d of two or more store calls is cut part-way through sending", f.Kind, f.Nth)
+	}
+	return fmt.Sprintf("%s of action %d run %d: a racing delivery under the same owner takes the action over while a fenced write under the run's grant waits in, or rides, a batch",
+		f.Kind, f.Action, f.Run)
 }
 
 // drawBatches draws, from a stream of its own so that the rest of a seed's
@@ -94,35 +99,36 @@ func drawBatches(seed int64, s *Schedule, w *World) {
 	L := w.Lease
 	// A round trip of a few milliseconds, as a store across a network:
 	// calls of concurrent actions then overlap, and wait for one another.
-	s.StoreLatency = []time.Duration{0, L / 60, L / 30}[rng.IntN(3)]
-	if rng.IntN(2) == 0 { // a burst: every job starts at once
+	latencies := []time.Duration{0, L / 60, L / 30}
+	burst := rng.IntN(2) == 0 // every job starts at once
+	var f *batchFault
+	if rng.IntN(3) != 0 {
+		kinds := []faultKind{faultBatchLost}
+		if w.Batches.Cut {
+			kinds = append(kinds, faultBatchCut)
+		}
+		if s.StableOwners { // a racing delivery reclaims at once only from the same owner
+			kinds = append(kinds, faultBatchTakeover)
+		}
+		f = &batchFault{Kind: kinds[rng.IntN(len(kinds))], Nth: 1 + pick(rng, 60, 25, 15),
+			Action: rng.IntN(len(s.Actions)), Run: 1 + rng.IntN(4)/3}
+		// A fault needs a batch to strike: the jobs start together, over
+		// a link slow enough that their calls meet.
+		latencies, burst = latencies[1:], true
+	}
+	s.StoreLatency = latencies[rng.IntN(len(latencies))]
+	if burst {
 		for i := range s.Actions {
 			s.Actions[i].Start = s.Actions[0].Start
 		}
 		s.Burst = true
 	}
-	if rng.IntN(3) == 0 {
-		return
-	}
-	kinds := []faultKind{faultBatchLost}
-	if w.Batches.Cut {
-		kinds = append(kinds, faultBatchCut)
-	}
-	if s.StableOwners { // a racing delivery reclaims at once only from the same owner
-		kinds = append(kinds, faultBatchTakeover)
-	}
-	f := batchFault{Kind: kinds[rng.IntN(len(kinds))], Action: rng.IntN(len(s.Actions)), Run: 1 + rng.IntN(4)/3}
-	if f.Kind == faultBatchTakeover {
-		f.Point = []point{atMark, atAttempt, atSettle}[rng.IntN(3)] // the owner's fenced writes
-	} else {
-		f.Point = []point{atReserve, atMark, atAttempt, atSettle, atRenew}[rng.IntN(5)]
-	}
-	s.Batch = &f
+	s.Batch = f
 }
 
-// batchState is a run's armed batch fault (guarded by the run's mu).
+// batchState is a run's batch fault (guarded by the run's mu).
 type batchState struct {
-	fired bool // armed: from its point on, the next batch is struck
+	fired bool // a takeover is armed: its run was granted
 	done  bool // struck (or the takeover ran)
 	// id and token, for a takeover, are the fenced write it aims at: the
 	// armed call's record and grant.
@@ -149,13 +155,13 @@ func (c *batchCounts) summary() string {
 	return s
 }
 
-// armBatch arms the schedule's batch fault when the call in ctx reaches
-// its point, before the store call; k and token are the call's record and
-// grant (zero for Reserve).
-func (r *Run) armBatch(ctx context.Context, pt point, k ledger.Key, token int64) {
+// armTakeover arms the schedule's batch takeover when the call in ctx,
+// the run it aims at, was granted token on k's record: from then on, the
+// first batch that carries a fenced write under that grant is struck.
+func (r *Run) armTakeover(ctx context.Context, k ledger.Key, token int64) {
 	f := r.s.Batch
 	ci := callOf(ctx)
-	if f == nil || ci == nil || ci.action != f.Action || ci.run != f.Run || pt != f.Point {
+	if f == nil || f.Kind != faultBatchTakeover || token == 0 || ci == nil || ci.action != f.Action || ci.run != f.Run {
 		return
 	}
 	r.mu.Lock()
@@ -186,13 +192,18 @@ func (r *Run) StrikeBatch(calls []BatchCall) Strike {
 		r.batched = true
 		c.schedules.Add(1)
 	}
+	r.nbatches++
 	f, st := r.s.Batch, &r.batch
-	if f == nil || !st.fired || st.done {
+	if f == nil || st.done {
 		r.mu.Unlock()
 		return StrikeNone
 	}
 	switch f.Kind {
 	case faultBatchLost, faultBatchCut:
+		if r.nbatches != f.Nth {
+			r.mu.Unlock()
+			return StrikeNone
+		}
 		st.done = true
 		r.mu.Unlock()
 		c.hit[f.Kind-faultBatchLost].Add(1)
@@ -203,6 +214,10 @@ func (r *Run) StrikeBatch(calls []BatchCall) Strike {
 		return StrikeCut
 	}
 	aimed := false
+	if !st.fired {
+		r.mu.Unlock()
+		return StrikeNone
+	}
 	for _, bc := range calls {
 		aimed = aimed || bc.ID == st.id && bc.Token == st.token
 	}
@@ -265,4 +280,16 @@ func (r *Run) fencedDone(k ledger.Key, token int64, err error) {
 		r.w.batchCounts.hit[faultBatchTakeover-faultBatchLost].Add(1)
 		r.Logf("batch takeover: action %d's write with token %d was refused in its batch: %v", r.s.Batch.Action, token, err)
 	}
+}
+
+// pick returns an index drawn with weights ps.
+func pick(rng *rand.Rand, ps ...float64) int {
+	x := rng.Float64() * sum(ps)
+	for i, p := range ps {
+		if x < p {
+			return i
+		}
+		x -= p
+	}
+	return len(ps) - 1
 }

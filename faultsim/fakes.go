@@ -269,25 +269,26 @@ func (s simStore) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledge
 			return res, err
 		}
 	}
-	s.p.r.armBatch(ctx, atReserve, req.Key, 0)
-	return doValue(s, ctx, atReserve, func(ctx context.Context, st ledger.Store) (ledger.Reservation, error) {
+	res, err := doValue(s, ctx, atReserve, func(ctx context.Context, st ledger.Store) (ledger.Reservation, error) {
 		res, err := st.Reserve(ctx, req)
 		if err == nil {
 			s.p.r.Logf("store: %s reserve %s token %d", req.Owner, res.Verdict, res.Token)
 		}
 		return res, err
 	})
+	if err == nil {
+		s.p.r.armTakeover(ctx, req.Key, res.Token)
+	}
+	return res, err
 }
 
 func (s simStore) Renew(ctx context.Context, k ledger.Key, token int64, lease time.Duration) error {
-	s.p.r.armBatch(ctx, atRenew, k, token)
 	err := s.do(ctx, atRenew, func(ctx context.Context, st ledger.Store) error { return st.Renew(ctx, k, token, lease) })
 	s.p.r.fencedDone(k, token, err)
 	return err
 }
 
 func (s simStore) AddAttempt(ctx context.Context, k ledger.Key, token int64, class string) (ledger.Attempt, error) {
-	s.p.r.armBatch(ctx, atAttempt, k, token)
 	a, err := doValue(s, ctx, atAttempt, func(ctx context.Context, st ledger.Store) (ledger.Attempt, error) {
 		return st.AddAttempt(ctx, k, token, class)
 	})
@@ -296,7 +297,6 @@ func (s simStore) AddAttempt(ctx context.Context, k ledger.Key, token int64, cla
 }
 
 func (s simStore) Complete(ctx context.Context, k ledger.Key, token int64, o ledger.Outcome) error {
-	s.p.r.armBatch(ctx, atSettle, k, token)
 	err := s.do(ctx, atSettle, func(ctx context.Context, st ledger.Store) error {
 		e := st.Complete(ctx, k, token, o)
 		s.p.r.Logf("store: complete %s token %d: %v", k.Key, token, e)
@@ -307,7 +307,6 @@ func (s simStore) Complete(ctx context.Context, k ledger.Key, token int64, o led
 }
 
 func (s simStore) Fail(ctx context.Context, k ledger.Key, token int64, f ledger.Failure) error {
-	s.p.r.armBatch(ctx, atSettle, k, token)
 	err := s.do(ctx, atSettle, func(ctx context.Context, st ledger.Store) error {
 		e := st.Fail(ctx, k, token, f)
 		s.p.r.Logf("store: fail %s token %d effect %v (%s): %v", k.Key, token, f.EffectPossible, f.Reason, e)
@@ -318,7 +317,6 @@ func (s simStore) Fail(ctx context.Context, k ledger.Key, token int64, f ledger.
 }
 
 func (s simStore) MarkSending(ctx context.Context, k ledger.Key, token int64) error {
-	s.p.r.armBatch(ctx, atMark, k, token)
 	err := s.do(ctx, atMark, func(ctx context.Context, st ledger.Store) error {
 		e := st.MarkSending(ctx, k, token)
 		if e == nil {

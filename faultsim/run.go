@@ -48,6 +48,7 @@ type Run struct {
 	raced      map[int]bool   // actions delivered twice at once (faultRaceWorker)
 	batch      batchState     // the schedule's batch fault
 	batched    bool           // a batch of two or more store calls was sent
+	nbatches   int            // such batches so far
 }
 
 func newSimRun(t *testing.T, w *World, s *Schedule) *Run {

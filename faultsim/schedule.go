@@ -66,7 +66,12 @@ import (
 //     processed: "not found";
 //   - processes restart under stable Owners as new instances (a pod's
 //     name), some at once (a worker resuming its jobs), and a racing
-//     delivery may run in a live process under the same Owner.
+//     delivery may run in a live process under the same Owner;
+//   - where the store batches the calls of concurrent actions
+//     (World.Batches): a batch's reply lost to every call in it, a batch
+//     cut part-way through sending, and a racing delivery that takes one
+//     call's action over while the batch waits (batch.go, drawn from a
+//     stream of their own).
 
 // point is a step of a call where a fault can strike.
 type point uint8

@@ -25,7 +25,8 @@ import (
 // real (pgtest.CutProxy): before a statement, in the middle of its
 // message, or after it committed with its answer lost (every lost reply
 // is such a cut here), and an Atomic handler's COMMIT is cut before it is
-// sent or after it ran. A failing schedule prints its seed; rerun it with
+// sent or after it ran; a batch of the store's concurrent statements is
+// cut part-way (nothing commits) or after its commit ran (strikeDB). A failing schedule prints its seed; rerun it with
 // -sim.seed=N (or RETRYBUDGET_SIM_SEED=N). The CI budget is
 // simPostgresCI schedules, from a first seed that moves with each run
 // (-sim.from=N fixes it); -sim.schedules=N or RETRYBUDGET_LONG=1
