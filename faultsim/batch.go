@@ -72,8 +72,6 @@ type batchFault struct {
 	// Nth, for a lost reply or a cut, is the batch of two or more store
 	// calls it strikes: the schedule's first, second or third.
 	Nth int
-	// Action and Run, for a takeover, are the run whose grant it aims at.
-	Action, Run int
 }
 
 func (f batchFault) String() string {
@@ -83,8 +81,8 @@ func (f batchFault) String() string {
 	case faultBatchCut:
 		return fmt.Sprintf("%s: batch %d of two or more store calls is cut part-way through sending", f.Kind, f.Nth)
 	}
-	return fmt.Sprintf("%s of action %d run %d: a racing delivery under the same owner takes the action over while a fenced write under the run's grant waits in, or rides, a batch",
-		f.Kind, f.Action, f.Run)
+	return fmt.Sprintf("%s: a racing delivery under the same owner takes an action over while a worker's fenced write on it waits in, or rides, batch %d of two or more store calls that carries one",
+		f.Kind, f.Nth)
 }
 
 // drawBatches draws, from a stream of its own so that the rest of a seed's
@@ -110,8 +108,7 @@ func drawBatches(seed int64, s *Schedule, w *World) {
 		if s.StableOwners { // a racing delivery reclaims at once only from the same owner
 			kinds = append(kinds, faultBatchTakeover)
 		}
-		f = &batchFault{Kind: kinds[rng.IntN(len(kinds))], Nth: 1 + pick(rng, 60, 25, 15),
-			Action: rng.IntN(len(s.Actions)), Run: 1 + rng.IntN(4)/3}
+		f = &batchFault{Kind: kinds[rng.IntN(len(kinds))], Nth: 1 + pick(rng, 60, 25, 15)}
 		// A fault needs a batch to strike: the jobs start together, over
 		// a link slow enough that their calls meet.
 		latencies, burst = latencies[1:], true
@@ -128,10 +125,13 @@ func drawBatches(seed int64, s *Schedule, w *World) {
 
 // batchState is a run's batch fault (guarded by the run's mu).
 type batchState struct {
-	fired bool // a takeover is armed: its run was granted
-	done  bool // struck (or the takeover ran)
-	// id and token, for a takeover, are the fenced write it aims at: the
-	// armed call's record and grant.
+	done bool // struck (or the takeover ran)
+	// grants, for a takeover, are the workers' grants so far, by token:
+	// the run each was made to. fenced counts the batches that carried a
+	// fenced write under one.
+	grants map[int64]grant
+	fenced int
+	// id and token, for a takeover, are the fenced write it struck.
 	id    string
 	token int64
 	// landed: the takeover reserved while the write waited in its batch;
@@ -155,23 +155,24 @@ func (c *batchCounts) summary() string {
 	return s
 }
 
-// armTakeover arms the schedule's batch takeover when the call in ctx,
-// the run it aims at, was granted token on k's record: from then on, the
-// first batch that carries a fenced write under that grant is struck.
-func (r *Run) armTakeover(ctx context.Context, k ledger.Key, token int64) {
-	f := r.s.Batch
+// granted records, for a takeover, that the worker's call in ctx was
+// granted token.
+func (r *Run) granted(ctx context.Context, token int64) {
 	ci := callOf(ctx)
-	if f == nil || f.Kind != faultBatchTakeover || token == 0 || ci == nil || ci.action != f.Action || ci.run != f.Run {
+	if r.s.Batch == nil || r.s.Batch.Kind != faultBatchTakeover || token == 0 || ci == nil || ci.run <= 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.batch.fired {
-		return
+	if r.batch.grants == nil {
+		r.batch.grants = map[int64]grant{}
 	}
-	r.batch.fired, r.batch.id, r.batch.token = true, k.ID(), token
-	r.trace = append(r.trace, fmt.Sprintf("%8v FAULT armed: %s", time.Since(r.start).Round(time.Millisecond), f))
+	r.batch.grants[token] = grant{action: ci.action, run: ci.run, slot: ci.proc.slot}
 }
+
+// grant is the run of a worker a token was granted to, and the process
+// slot it ran in.
+type grant struct{ action, run, slot int }
 
 // StrikeBatch is called by the world's store before it sends a batch of
 // two or more store calls, and returns what the world does to its round
@@ -213,22 +214,24 @@ func (r *Run) StrikeBatch(calls []BatchCall) Strike {
 		}
 		return StrikeCut
 	}
+	var aim grant
 	aimed := false
-	if !st.fired {
-		r.mu.Unlock()
-		return StrikeNone
-	}
 	for _, bc := range calls {
-		aimed = aimed || bc.ID == st.id && bc.Token == st.token
+		if g, ok := st.grants[bc.Token]; ok && bc.Token != 0 && !aimed {
+			aim, aimed, st.id, st.token = g, true, bc.ID, bc.Token
+		}
 	}
-	if !aimed {
+	if aimed {
+		st.fenced++
+	}
+	if !aimed || st.fenced != f.Nth {
 		r.mu.Unlock()
 		return StrikeNone
 	}
 	st.done = true
 	r.mu.Unlock()
-	r.Logf("FAULT %s: action %d's fenced write (token %d) is in a batch of %d store calls", f.Kind, f.Action, st.token, len(calls))
-	if r.takeover(f) {
+	r.Logf("FAULT %s: action %d run %d's fenced write (token %d) is in a batch of %d store calls", f.Kind, aim.action, aim.run, st.token, len(calls))
+	if r.takeover(aim) {
 		r.mu.Lock()
 		st.landed = true
 		r.mu.Unlock()
@@ -236,21 +239,22 @@ func (r *Run) StrikeBatch(calls []BatchCall) Strike {
 	return StrikeNone
 }
 
-// takeover starts a racing delivery of f's action in a live process of its
-// own under the owner of f's run (a new instance of it, so its Reserve
-// reclaims the action at once), whose Reserve goes to the unbatched store,
-// and reports whether that Reserve returned within a third of a lease.
-func (r *Run) takeover(f *batchFault) bool {
-	p := r.newProc((f.Action + f.Run - 1) % len(r.procs))
+// takeover starts a racing delivery of g's action in a live process of its
+// own under the owner of g's run (a new instance of it in the same slot, so
+// its Reserve reclaims the action at once), whose Reserve goes to the
+// unbatched store, and reports whether that Reserve returned within a
+// third of a lease.
+func (r *Run) takeover(g grant) bool {
+	p := r.newProc(g.slot)
 	p.sideReserve = make(chan struct{})
 	reserved := p.sideReserve
 	r.mu.Lock()
-	r.raced[f.Action] = true
+	r.raced[g.action] = true
 	r.mu.Unlock()
 	r.racers.Add(1)
 	go func() {
 		defer r.racers.Done()
-		r.call(f.Action, 0, p)
+		r.call(g.action, 0, p)
 	}()
 	t := time.NewTimer(r.w.Lease / 3)
 	defer t.Stop()
@@ -278,7 +282,7 @@ func (r *Run) fencedDone(k ledger.Key, token int64, err error) {
 	r.mu.Unlock()
 	if hit {
 		r.w.batchCounts.hit[faultBatchTakeover-faultBatchLost].Add(1)
-		r.Logf("batch takeover: action %d's write with token %d was refused in its batch: %v", r.s.Batch.Action, token, err)
+		r.Logf("batch takeover: the write on %s with token %d was refused in its batch: %v", k.Key, token, err)
 	}
 }
 

@@ -277,7 +277,7 @@ func (s simStore) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledge
 		return res, err
 	})
 	if err == nil {
-		s.p.r.armTakeover(ctx, req.Key, res.Token)
+		s.p.r.granted(ctx, res.Token)
 	}
 	return res, err
 }

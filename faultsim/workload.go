@@ -25,7 +25,9 @@ import (
 type simProc struct {
 	r  *Run
 	id int
-	tr *retrybudget.Transport
+	// slot is the process's slot; -1 for a process of its own.
+	slot int
+	tr   *retrybudget.Transport
 	// owner is its LedgerConfig.Owner, and instance its run of that
 	// owner (ledger.ReserveRequest.Instance), new with every process.
 	owner, instance string
@@ -50,7 +52,7 @@ type simProc struct {
 func (r *Run) newProc(slot int) *simProc {
 	r.mu.Lock()
 	r.nprocs++
-	p := &simProc{r: r, id: r.nprocs, calls: map[int64]context.CancelFunc{}}
+	p := &simProc{r: r, id: r.nprocs, slot: slot, calls: map[int64]context.CancelFunc{}}
 	r.mu.Unlock()
 	s := r.s
 	p.owner, p.instance = "proc-"+strconv.Itoa(p.id), ""
