@@ -2,11 +2,14 @@ package retrybudget_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,17 +37,29 @@ func redisWorld() *faultsim.World {
 		})
 	}
 	w.Limiter = func(t *testing.T, r *faultsim.Run) limiter.Limiter { return redisLimiter(t, r, shared.Addr) }
+	w.Batches = &faultsim.Batching{Cut: true, On: func(s *faultsim.Schedule) bool { return !s.WaitReplicas }}
 	w.Open = func(t *testing.T, r *faultsim.Run) (ledger.Store, func(*faultsim.Run, bool)) {
 		cfg := ledger.RedisConfig{Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}},
 			Prefix: redistest.Prefix(t)}
 		if !r.Schedule().WaitReplicas {
-			c := redis.NewClient(&redis.Options{Addr: shared.Addr, ContextTimeoutEnabled: true, MaintNotificationsConfig: noMaint()})
+			// The store's link adds the schedule's latency, so that the
+			// calls of concurrent actions share round trips.
+			link := &simLink{r: r, latency: r.Schedule().StoreLatency}
+			c := redis.NewClient(&redis.Options{Addr: shared.Addr, ContextTimeoutEnabled: true, MaintNotificationsConfig: noMaint(),
+				Dialer: link.dial})
 			c.AddHook(batches)
+			c.AddHook(strikes{r: r})
 			t.Cleanup(func() { c.Close() })
 			s, err := ledger.NewRedis(c, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
+			cfg.MaxBatch = 1
+			unbatched, err := ledger.NewRedis(c, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.SetUnbatched(unbatched)
 			return s, nil
 		}
 		pair := startPair(t)
@@ -58,9 +73,9 @@ func redisWorld() *faultsim.World {
 	return w
 }
 
-// scriptBatches is a go-redis hook counting the pipelines of script runs
-// the ledger sends (its shared round trips: concurrent calls of one store,
-// see ledger.RedisConfig.MaxBatch) and the runs they carry.
+// scriptBatches is a go-redis hook counting the pipelines of two or more
+// script runs the ledger sends (its shared round trips: concurrent calls
+// of one store, see ledger.RedisConfig.MaxBatch) and the runs they carry.
 type scriptBatches struct{ n, runs atomic.Int64 }
 
 func (*scriptBatches) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -69,12 +84,68 @@ func (*scriptBatches) ProcessHook(next redis.ProcessHook) redis.ProcessHook { re
 
 func (b *scriptBatches) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if name := cmds[0].Name(); name == "evalsha" || name == "eval" {
+		if name := cmds[0].Name(); len(cmds) > 1 && (name == "evalsha" || name == "eval") {
 			b.n.Add(1)
 			b.runs.Add(int64(len(cmds)))
 		}
 		return next(ctx, cmds)
 	}
+}
+
+// strikes is a go-redis hook that shows each pipeline of two or more
+// script runs (a batch of the ledger's concurrent calls) to the simulator,
+// and strikes it as told: the whole pipeline runs and every reply is lost,
+// or only its first half reaches the server before the connection breaks;
+// either way every command of it fails as with a cut connection.
+type strikes struct{ r *faultsim.Run }
+
+// errBatchCut is what a struck pipeline's commands fail with: the
+// connection was reset under them.
+var errBatchCut = &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+
+func (strikes) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (strikes) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h strikes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if name := cmds[0].Name(); len(cmds) < 2 || name != "evalsha" && name != "eval" {
+			return next(ctx, cmds)
+		}
+		calls := make([]faultsim.BatchCall, len(cmds))
+		for i, cmd := range cmds {
+			calls[i] = scriptCall(cmd.Args())
+		}
+		sent := cmds
+		switch h.r.StrikeBatch(calls) {
+		case faultsim.StrikeNone:
+			return next(ctx, cmds)
+		case faultsim.StrikeCut:
+			sent = cmds[:len(cmds)/2]
+		}
+		err := next(ctx, sent)
+		h.r.Logf("store: a pipeline of %d script runs was cut after %d ran (%v); every reply is lost", len(cmds), len(sent), err)
+		for _, cmd := range cmds {
+			cmd.SetErr(errBatchCut)
+		}
+		return errBatchCut
+	}
+}
+
+// scriptCall reads the record and fencing token of one EVALSHA or EVAL
+// of the ledger: ["evalsha", sha, 1, "<prefix>{<ID>}", token, ...]; a
+// Reserve's first argument is no token, and matches no fenced write.
+func scriptCall(args []any) faultsim.BatchCall {
+	var c faultsim.BatchCall
+	if len(args) < 5 {
+		return c
+	}
+	key, _ := args[3].(string)
+	if i, j := strings.LastIndexByte(key, '{'), strings.LastIndexByte(key, '}'); i >= 0 && j > i {
+		c.ID = key[i+1 : j]
+	}
+	c.Token, _ = strconv.ParseInt(fmt.Sprint(args[4]), 10, 64)
+	return c
 }
 
 // redisPair is a primary and its replica, and a client that follows the
@@ -189,16 +260,9 @@ func noMaint() *maintnotifications.Config {
 // latency and stalls (answers nothing) during its limiter outage.
 func redisLimiter(t *testing.T, r *faultsim.Run, addr string) limiter.Limiter {
 	s := r.Schedule()
-	link := &simLink{r: r}
+	link := &simLink{r: r, latency: s.LimiterLatency, outage: true}
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaintNotificationsConfig: noMaint(),
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var d net.Dialer
-			conn, err := d.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &simConn{Conn: conn, link: link}, nil
-		}})
+		Dialer: link.dial})
 	t.Cleanup(func() { c.Close() })
 	cfg := limiter.RedisConfig{Limits: []limiter.Limit{limiter.PerSecond(s.Limit)}, BoundaryKey: redistest.BoundaryKey(),
 		Prefix: redistest.Prefix(t), OnUnavailable: limiter.FailClosed, Timeout: r.World().LimiterTimeout()}
@@ -212,11 +276,30 @@ func redisLimiter(t *testing.T, r *faultsim.Run, addr string) limiter.Limiter {
 	return lim
 }
 
-// simLink is the network between the processes and the limiter's Redis.
-type simLink struct{ r *faultsim.Run }
+// simLink is the network between the processes and a Redis server.
+type simLink struct {
+	r *faultsim.Run
+	// latency delays each write.
+	latency time.Duration
+	// outage: the link stalls during the schedule's limiter outage.
+	outage bool
+}
+
+// dial connects to addr over the link.
+func (l *simLink) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &simConn{Conn: conn, link: l}, nil
+}
 
 // stalledUntil returns the end of the outage when now is inside it.
 func (l *simLink) stalledUntil(now time.Time) (time.Time, bool) {
+	if !l.outage {
+		return time.Time{}, false
+	}
 	s := l.r.Schedule()
 	from := l.r.Start().Add(s.OutageFrom)
 	until := from.Add(s.OutageLen)
@@ -235,7 +318,7 @@ type simConn struct {
 }
 
 func (c *simConn) Write(p []byte) (int, error) {
-	if d := c.link.r.Schedule().LimiterLatency; d > 0 {
+	if d := c.link.latency; d > 0 {
 		c.mu.Lock()
 		dl := c.writeDeadline
 		c.mu.Unlock()

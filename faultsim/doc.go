@@ -41,6 +41,13 @@
 // order, and code that walks a map (a full give-up memory) in Go's random
 // order. A world in real time reruns the faults, not the timing.
 //
+// The Redis and PostgreSQL worlds batch (World.Batches): their stores share
+// one round trip between the calls of concurrent actions, so their
+// schedules draw a store latency, jobs that start at once, and the faults
+// that strike a batch (batch.go): its reply lost to every call, its
+// connection cut part-way, and a takeover of one of its calls' actions
+// while the batch waits. Memory has no batches and draws none of these.
+//
 // The package uses only the public API of the module's packages. The
 // worlds live beside the stores they need: Memory and Redis in the root
 // package's tests, PostgreSQL in ledger/pgledger's (a module of its own,

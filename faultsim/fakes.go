@@ -259,49 +259,73 @@ func (s simStore) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledge
 		// simulated process is a run of its own.
 		req.Instance = s.p.instance
 	}
-	return doValue(s, ctx, atReserve, func(ctx context.Context, st ledger.Store) (ledger.Reservation, error) {
+	if s.p.sideReserve != nil {
+		done := false
+		s.p.sideOnce.Do(func() { done = true })
+		if done { // the takeover's Reserve: outside the batch it waits in
+			res, err := s.p.r.side.Reserve(ctx, req)
+			s.p.r.Logf("store: %s reserve (unbatched) %s token %d: %v", req.Owner, res.Verdict, res.Token, err)
+			close(s.p.sideReserve)
+			return res, err
+		}
+	}
+	res, err := doValue(s, ctx, atReserve, func(ctx context.Context, st ledger.Store) (ledger.Reservation, error) {
 		res, err := st.Reserve(ctx, req)
 		if err == nil {
 			s.p.r.Logf("store: %s reserve %s token %d", req.Owner, res.Verdict, res.Token)
 		}
 		return res, err
 	})
+	if err == nil {
+		s.p.r.granted(ctx, res.Token)
+	}
+	return res, err
 }
 
 func (s simStore) Renew(ctx context.Context, k ledger.Key, token int64, lease time.Duration) error {
-	return s.do(ctx, atRenew, func(ctx context.Context, st ledger.Store) error { return st.Renew(ctx, k, token, lease) })
+	err := s.do(ctx, atRenew, func(ctx context.Context, st ledger.Store) error { return st.Renew(ctx, k, token, lease) })
+	s.p.r.fencedDone(k, token, err)
+	return err
 }
 
 func (s simStore) AddAttempt(ctx context.Context, k ledger.Key, token int64, class string) (ledger.Attempt, error) {
-	return doValue(s, ctx, atAttempt, func(ctx context.Context, st ledger.Store) (ledger.Attempt, error) {
+	a, err := doValue(s, ctx, atAttempt, func(ctx context.Context, st ledger.Store) (ledger.Attempt, error) {
 		return st.AddAttempt(ctx, k, token, class)
 	})
+	s.p.r.fencedDone(k, token, err)
+	return a, err
 }
 
 func (s simStore) Complete(ctx context.Context, k ledger.Key, token int64, o ledger.Outcome) error {
-	return s.do(ctx, atSettle, func(ctx context.Context, st ledger.Store) error {
+	err := s.do(ctx, atSettle, func(ctx context.Context, st ledger.Store) error {
 		e := st.Complete(ctx, k, token, o)
 		s.p.r.Logf("store: complete %s token %d: %v", k.Key, token, e)
 		return e
 	})
+	s.p.r.fencedDone(k, token, err)
+	return err
 }
 
 func (s simStore) Fail(ctx context.Context, k ledger.Key, token int64, f ledger.Failure) error {
-	return s.do(ctx, atSettle, func(ctx context.Context, st ledger.Store) error {
+	err := s.do(ctx, atSettle, func(ctx context.Context, st ledger.Store) error {
 		e := st.Fail(ctx, k, token, f)
 		s.p.r.Logf("store: fail %s token %d effect %v (%s): %v", k.Key, token, f.EffectPossible, f.Reason, e)
 		return e
 	})
+	s.p.r.fencedDone(k, token, err)
+	return err
 }
 
 func (s simStore) MarkSending(ctx context.Context, k ledger.Key, token int64) error {
-	return s.do(ctx, atMark, func(ctx context.Context, st ledger.Store) error {
+	err := s.do(ctx, atMark, func(ctx context.Context, st ledger.Store) error {
 		e := st.MarkSending(ctx, k, token)
 		if e == nil {
 			s.p.r.marked(k)
 		}
 		return e
 	})
+	s.p.r.fencedDone(k, token, err)
+	return err
 }
 
 func (s simStore) Get(ctx context.Context, k ledger.Key) (ledger.Record, error) {

@@ -29,6 +29,11 @@ type Run struct {
 	lim   limiter.Limiter
 	ids   atomic.Int64
 	wg    sync.WaitGroup // the jobs and the racing workers started by hooks
+	// side is the unbatched store of a batch takeover's racing delivery
+	// (World.Batches); racers are those deliveries, waited for before the
+	// end's checks.
+	side   ledger.Store
+	racers sync.WaitGroup
 
 	mu         sync.Mutex // guards all below
 	procs      []*simProc // the current process of each slot
@@ -41,6 +46,9 @@ type Run struct {
 	trace      []string       // what happened, for the report
 	died       map[int]bool   // actions one of whose calls died with its process
 	raced      map[int]bool   // actions delivered twice at once (faultRaceWorker)
+	batch      batchState     // the schedule's batch fault
+	batched    bool           // a batch of two or more store calls was sent
+	nbatches   int            // such batches so far
 }
 
 func newSimRun(t *testing.T, w *World, s *Schedule) *Run {
@@ -49,6 +57,12 @@ func newSimRun(t *testing.T, w *World, s *Schedule) *Run {
 	r.prov = &simProvider{r: r, honours: s.Honours, effects: map[int]int{}, arrivals: map[int]int{},
 		inflight: map[int]int{}, byCall: map[int64]int{}, keys: map[string]bool{}}
 	r.store, r.lag = w.Open(t, r)
+	if s.Batch != nil && s.Batch.Kind == faultBatchTakeover && r.side == nil {
+		t.Fatalf("%s: a world with Batches must give its Run an unbatched store (Run.SetUnbatched)", w.Name)
+	}
+	if s.Batch != nil {
+		w.batchCounts.drawn[s.Batch.Kind-faultBatchLost].Add(1)
+	}
 	var limits []limiter.Limit
 	if s.Limit > 0 {
 		limits = []limiter.Limit{limiter.PerSecond(s.Limit)}

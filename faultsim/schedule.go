@@ -66,7 +66,12 @@ import (
 //     processed: "not found";
 //   - processes restart under stable Owners as new instances (a pod's
 //     name), some at once (a worker resuming its jobs), and a racing
-//     delivery may run in a live process under the same Owner.
+//     delivery may run in a live process under the same Owner;
+//   - where the store batches the calls of concurrent actions
+//     (World.Batches): a batch's reply lost to every call in it, a batch
+//     cut part-way through sending, and a racing delivery that takes one
+//     call's action over while the batch waits (batch.go, drawn from a
+//     stream of their own).
 
 // point is a step of a call where a fault can strike.
 type point uint8
@@ -96,9 +101,15 @@ const (
 	faultRaceSweep                   // a Monitor sweep with its Reconciler runs
 	faultLag                         // replicas stop acknowledging, then catch up or fail over
 	faultCut                         // the store call's connection is cut before or while it commits
+	// The batch faults (batch.go), drawn apart from the others
+	// (Schedule.Batch):
+	faultBatchLost     // a batch of store calls runs, and its reply is lost to all of them
+	faultBatchCut      // a batch's connection is cut part-way through sending it
+	faultBatchTakeover // a takeover lands while an owner's fenced write waits in or rides a batch
 )
 
-var faultNames = [...]string{"die", "lost-reply", "stall", "race-worker", "race-sweep", "replica-lag", "commit-cut"}
+var faultNames = [...]string{"die", "lost-reply", "stall", "race-worker", "race-sweep", "replica-lag", "commit-cut",
+	"batch-lost-reply", "batch-cut", "batch-takeover"}
 
 func (k faultKind) String() string { return faultNames[k] }
 
@@ -242,6 +253,13 @@ type Schedule struct {
 	// Preset, when set, is the provider's preset: the Transports' route,
 	// the requests' path and the provider's answers (see drawEdges).
 	Preset *preset
+	// StoreLatency is the one-way delay to the ledger store, and Burst
+	// starts every job at once, so that the calls of concurrent actions
+	// share round trips; Batch is the batch fault, if any (batch.go,
+	// drawn only where World.Batches says the store batches).
+	StoreLatency time.Duration
+	Burst        bool
+	Batch        *batchFault
 }
 
 // floodSize is the give-ups of a flood: more than any give-up memory a
@@ -320,6 +338,7 @@ func drawSchedule(seed int64, w *World) *Schedule {
 			}
 		}
 		drawEdges(seed, s)
+		drawBatches(seed, s, w)
 	}()
 	for range faults {
 		f := fault{Action: rng.IntN(n), Run: 1 + pick(70, 30), Point: point(rng.IntN(int(numPoints))), After: rng.IntN(2) == 0}
@@ -387,6 +406,12 @@ func (s *Schedule) String() string {
 	}
 	for _, l := range s.Lags {
 		fmt.Fprintf(&b, "  fault: replica-lag at %v, then failover %v\n", l.At, l.Failover)
+	}
+	if s.StoreLatency > 0 || s.Burst {
+		fmt.Fprintf(&b, "  store latency %v, jobs start at once %v\n", s.StoreLatency, s.Burst)
+	}
+	if s.Batch != nil {
+		fmt.Fprintf(&b, "  fault: %s\n", s.Batch)
 	}
 	return b.String()
 }

@@ -25,7 +25,9 @@ import (
 type simProc struct {
 	r  *Run
 	id int
-	tr *retrybudget.Transport
+	// slot is the process's slot; -1 for a process of its own.
+	slot int
+	tr   *retrybudget.Transport
 	// owner is its LedgerConfig.Owner, and instance its run of that
 	// owner (ledger.ReserveRequest.Instance), new with every process.
 	owner, instance string
@@ -33,6 +35,11 @@ type simProc struct {
 	// flooded reports that other callers of the process flooded its
 	// give-up memory (once per process).
 	flooded atomic.Bool
+	// sideReserve, when set, sends the process's first Reserve to the
+	// run's unbatched store (a batch takeover's racing delivery) and is
+	// closed once it returned.
+	sideReserve chan struct{}
+	sideOnce    sync.Once
 
 	mu     sync.Mutex // guards isDead and calls
 	isDead bool
@@ -45,7 +52,7 @@ type simProc struct {
 func (r *Run) newProc(slot int) *simProc {
 	r.mu.Lock()
 	r.nprocs++
-	p := &simProc{r: r, id: r.nprocs, calls: map[int64]context.CancelFunc{}}
+	p := &simProc{r: r, id: r.nprocs, slot: slot, calls: map[int64]context.CancelFunc{}}
 	r.mu.Unlock()
 	s := r.s
 	p.owner, p.instance = "proc-"+strconv.Itoa(p.id), ""
@@ -152,6 +159,7 @@ func (r *Run) run() {
 		}()
 	}
 	jobs.Wait()
+	r.racers.Wait()
 	if mon != nil {
 		mon.Stop()
 	}

@@ -77,6 +77,12 @@ type World struct {
 	// world's own transactions (ledger.Atomic) instead of transactions in
 	// memory.
 	Tx func(t *testing.T, r *Run) *TxWorld
+	// Batches, when set, says that the world's store shares round trips
+	// between the calls of concurrent actions, so its schedules draw a
+	// store latency and the faults that strike a batch (batch.go); the
+	// world calls Run.StrikeBatch before it sends each batch. Nil: the
+	// store has no batches (ledger.Memory), and none of these is drawn.
+	Batches *Batching
 
 	// stalls measures the test process's own scheduling stalls in a
 	// world in real time (see stallProbe); nil in virtual time.
@@ -84,6 +90,8 @@ type World struct {
 	// excused counts the timing checks that were past their slack but
 	// within it plus the process's measured stall, for the summary.
 	excused atomic.Int64
+	// batchCounts counts the batches and the batch faults that hit.
+	batchCounts batchCounts
 }
 
 // LimiterTimeout is a Redis limiter's Timeout in w: half a lease, longer
@@ -119,6 +127,9 @@ func Simulate(t *testing.T, w *World) {
 	d := time.Since(start)
 	t.Logf("%s: %d schedules in %v (%.1f/s), %d broke an invariant; %d timing checks were past their slack by no more than the process's own stall; rerun one with -run 'TestSimulation/%s/schedules/seed=N$'",
 		w.Name, len(seeds), d.Round(time.Millisecond), float64(len(seeds))/d.Seconds(), failed.Load(), w.excused.Load(), w.Name)
+	if w.Batches != nil {
+		t.Logf("%s: %s", w.Name, w.batchCounts.summary())
+	}
 }
 
 // simSeeds returns the seeds to run: the one asked for, or a window of N

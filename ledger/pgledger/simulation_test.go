@@ -25,7 +25,8 @@ import (
 // real (pgtest.CutProxy): before a statement, in the middle of its
 // message, or after it committed with its answer lost (every lost reply
 // is such a cut here), and an Atomic handler's COMMIT is cut before it is
-// sent or after it ran. A failing schedule prints its seed; rerun it with
+// sent or after it ran; a batch of the store's concurrent statements is
+// cut part-way (nothing commits) or after its commit ran (strikeDB). A failing schedule prints its seed; rerun it with
 // -sim.seed=N (or RETRYBUDGET_SIM_SEED=N). The CI budget is
 // simPostgresCI schedules, from a first seed that moves with each run
 // (-sim.from=N fixes it); -sim.schedules=N or RETRYBUDGET_LONG=1
@@ -59,6 +60,7 @@ func postgresWorld() *faultsim.World {
 	w.Cut = db.cut
 	w.Tx = db.tx
 	w.Stall = db.stall
+	w.Batches = &faultsim.Batching{Cut: true, On: func(*faultsim.Schedule) bool { return true }}
 	return w
 }
 
@@ -102,12 +104,22 @@ func (db *simDB) store(t testing.TB, r *faultsim.Run, conns pgledger.DB) *pgledg
 }
 
 // open creates r's table on the shared pool, dropped when t ends, and
-// returns its Store.
+// returns its Store: on the shared pool, or, for a schedule with a store
+// latency or a batch fault, on a pool of its own through a CutProxy that
+// adds the latency and cuts the batch the simulator strikes (strikeDB).
+// Its unbatched twin, for a takeover inside a batch, is on the shared pool.
 func (db *simDB) open(t *testing.T, r *faultsim.Run) ledger.Store {
-	s := db.store(t, r, db.pool)
+	var conns pgledger.DB = db.pool
+	if sch := r.Schedule(); sch.StoreLatency > 0 || sch.Batch != nil {
+		proxy := pgtest.StartCutProxy(t, db.target)
+		proxy.SetLatency(sch.StoreLatency)
+		conns = strikeDB{Pool: pgtest.PoolVia(t, db.url, db.schema, proxy.Addr().String()), r: r, proxy: proxy}
+	}
+	s := db.store(t, r, conns)
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	r.SetUnbatched(unmigrated(t, db.pool, pgledger.Config{Schema: db.schema, Table: db.table(r), MaxBatch: 1}))
 	t.Cleanup(func() {
 		calls, batches := pgledger.SharedStatements(s)
 		db.shared.Add(calls)
@@ -115,6 +127,61 @@ func (db *simDB) open(t *testing.T, r *faultsim.Run) ledger.Store {
 		db.drop(t, db.table(r))
 	})
 	return s
+}
+
+// strikeDB is a pool through a CutProxy that shows each batch of two or
+// more statements (a shared round trip of the Store's concurrent calls)
+// to the simulator before sending it, and arms the proxy to cut it as the
+// simulator says: after its commit ran (the reply lost) or part-way
+// through (nothing commits).
+type strikeDB struct {
+	*pgxpool.Pool
+	r     *faultsim.Run
+	proxy *pgtest.CutProxy
+}
+
+// batchCuts are the CutProxy modes of the simulator's batch strikes.
+var batchCuts = map[faultsim.Strike]pgtest.CutMode{
+	faultsim.StrikeLost: pgtest.CutAfterBatch,
+	faultsim.StrikeCut:  pgtest.CutTornBatch,
+}
+
+// SendBatch sends b through the proxy, struck as the simulator says. The
+// Store's statements take the action's ID first and, when fenced, the
+// token second.
+func (d strikeDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if len(b.QueuedQueries) < 2 {
+		return d.Pool.SendBatch(ctx, b)
+	}
+	calls := make([]faultsim.BatchCall, len(b.QueuedQueries))
+	for i, q := range b.QueuedQueries {
+		if len(q.Arguments) >= 2 {
+			calls[i].ID, _ = q.Arguments[0].(string)
+			calls[i].Token, _ = q.Arguments[1].(int64)
+		}
+	}
+	mode, ok := batchCuts[d.r.StrikeBatch(calls)]
+	if !ok {
+		return d.Pool.SendBatch(ctx, b)
+	}
+	before := d.proxy.Cuts()
+	d.proxy.Arm(mode)
+	return struckBatch{BatchResults: d.Pool.SendBatch(ctx, b), d: d, before: before}
+}
+
+// struckBatch is a struck batch's results: Close, which reads the
+// commit's answer, logs whether the proxy cut it, and disarms the proxy.
+type struckBatch struct {
+	pgx.BatchResults
+	d      strikeDB
+	before int
+}
+
+func (b struckBatch) Close() error {
+	err := b.BatchResults.Close()
+	b.d.proxy.Arm(pgtest.PassThrough)
+	b.d.r.Logf("store: the batch's connection was cut: %v (%v)", b.d.proxy.Cuts() > b.before, err)
+	return err
 }
 
 // drop drops a schedule's table.

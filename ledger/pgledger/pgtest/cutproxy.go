@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // CutMode says what an armed CutProxy does to the first COMMIT, or the
@@ -36,11 +37,22 @@ const (
 	// its own outside a transaction, committed (the server answers an
 	// implicit transaction's statement only after its commit).
 	CutAfterStatement
+	// CutTornBatch waits for a pipeline of two or more statements before
+	// one Sync (pgx.Batch, pgledger's shared round trips), forwards its
+	// first statement, and tears the second's Execute message, then
+	// closes both sides: the pipeline's implicit transaction never
+	// commits, and the client cannot know it.
+	CutTornBatch
+	// CutAfterBatch forwards a pipeline of two or more statements and its
+	// Sync, then closes both sides instead of forwarding the answer: the
+	// pipeline's implicit transaction committed at the Sync, and the
+	// client cannot know it.
+	CutAfterBatch
 )
 
 // CutProxy is a TCP proxy in front of PostgreSQL that breaks the first
-// connection sending COMMIT, or any statement, once armed, as its CutMode
-// says, then passes everything through again. It reads the frontend
+// connection sending COMMIT, any statement, or a pipeline of statements,
+// once armed, as its CutMode says, then passes everything through again. It reads the frontend
 // protocol message by message: pgx sends a transaction's COMMIT as a
 // simple-protocol Query message whose text is "commit", and a statement
 // with arguments as Bind, Execute and Sync. Clients must connect in plain
@@ -50,7 +62,10 @@ type CutProxy struct {
 	target string
 	mode   atomic.Int32 // a CutMode; back to PassThrough after one cut
 	cuts   atomic.Int32
-	wg     sync.WaitGroup
+	// latency delays each message that makes the server answer (Sync, a
+	// simple Query, Flush): a round trip's one-way delay.
+	latency atomic.Int64
+	wg      sync.WaitGroup
 }
 
 // StartCutProxy starts a CutProxy on a loopback port forwarding to target
@@ -74,6 +89,11 @@ func (p *CutProxy) Addr() *net.TCPAddr { return p.ln.Addr().(*net.TCPAddr) }
 // Arm makes the proxy cut the next COMMIT or statement as m says;
 // PassThrough disarms it.
 func (p *CutProxy) Arm(m CutMode) { p.mode.Store(int32(m)) }
+
+// SetLatency delays, from now on, every message after which the server
+// answers (a Sync, a simple Query, a Flush) by d, as a network between the
+// client and the server would delay each round trip.
+func (p *CutProxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
 
 // Cuts returns how many connections the proxy has cut.
 func (p *CutProxy) Cuts() int { return int(p.cuts.Load()) }
@@ -152,6 +172,7 @@ const (
 func (p *CutProxy) forward(client, server net.Conn, swallow *atomic.Bool) {
 	startup := true
 	var hdr [5]byte
+	executes := 0 // Execute messages since the last Sync: a pipeline's statements
 	for {
 		var msg []byte
 		if startup {
@@ -185,7 +206,17 @@ func (p *CutProxy) forward(client, server net.Conn, swallow *atomic.Bool) {
 			if _, err := io.ReadFull(client, msg[5:]); err != nil {
 				return
 			}
-			switch p.cut(msg) {
+			if msg[0] == 'E' {
+				executes++
+			}
+			if d := time.Duration(p.latency.Load()); d > 0 && (msg[0] == 'S' || msg[0] == 'Q' || msg[0] == 'H') {
+				time.Sleep(d) // the round trip's way to the server
+			}
+			act := p.cut(msg, executes)
+			if msg[0] == 'S' {
+				executes = 0
+			}
+			switch act {
 			case cutDrop:
 				return
 			case cutTear:
@@ -211,9 +242,10 @@ const (
 	cutSwallow           // forward it, and lose the server's answer
 )
 
-// cut returns what to do with msg, a typed frontend message, and disarms
-// the proxy when msg is the one it was armed for.
-func (p *CutProxy) cut(msg []byte) cutAction {
+// cut returns what to do with msg, a typed frontend message that comes
+// after executes Execute messages since the last Sync (counting msg), and
+// disarms the proxy when msg is the one it was armed for.
+func (p *CutProxy) cut(msg []byte, executes int) cutAction {
 	m := CutMode(p.mode.Load())
 	if m == PassThrough {
 		return cutNone
@@ -227,6 +259,10 @@ func (p *CutProxy) cut(msg []byte) cutAction {
 	case m == CutTornStatement && statement:
 		a = cutTear
 	case m == CutAfterCommit && commit, m == CutAfterStatement && statement:
+		a = cutSwallow
+	case m == CutTornBatch && msg[0] == 'E' && executes == 2:
+		a = cutTear
+	case m == CutAfterBatch && msg[0] == 'S' && executes >= 2:
 		a = cutSwallow
 	default:
 		return cutNone
