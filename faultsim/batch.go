@@ -108,7 +108,7 @@ func drawBatches(seed int64, s *Schedule, w *World) {
 		if s.StableOwners { // a racing delivery reclaims at once only from the same owner
 			kinds = append(kinds, faultBatchTakeover)
 		}
-		f = &batchFault{Kind: kinds[rng.IntN(len(kinds))], Nth: 1 + pick(rng, 60, 25, 15)}
+		f = &batchFault{Kind: kinds[rng.IntN(len(kinds))], Nth: 1 + weighted(rng, 60, 25, 15)}
 		// A fault needs a batch to strike: the jobs start together, over
 		// a link slow enough that their calls meet.
 		latencies, burst = latencies[1:], true
@@ -284,16 +284,4 @@ func (r *Run) fencedDone(k ledger.Key, token int64, err error) {
 		r.w.batchCounts.hit[faultBatchTakeover-faultBatchLost].Add(1)
 		r.Logf("batch takeover: the write on %s with token %d was refused in its batch: %v", k.Key, token, err)
 	}
-}
-
-// pick returns an index drawn with weights ps.
-func pick(rng *rand.Rand, ps ...float64) int {
-	x := rng.Float64() * sum(ps)
-	for i, p := range ps {
-		if x < p {
-			return i
-		}
-		x -= p
-	}
-	return len(ps) - 1
 }

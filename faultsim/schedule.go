@@ -266,20 +266,23 @@ type Schedule struct {
 // Transport could be expected to keep without a cap per caller.
 const floodSize = 12_000
 
+// weighted returns an index drawn from rng with weights ps.
+func weighted(rng *rand.Rand, ps ...float64) int {
+	x := rng.Float64() * sum(ps)
+	for i, p := range ps {
+		if x < p {
+			return i
+		}
+		x -= p
+	}
+	return len(ps) - 1
+}
+
 // drawSchedule draws the schedule of seed for world w.
 func drawSchedule(seed int64, w *World) *Schedule {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	L := w.Lease
-	pick := func(ps ...float64) int { // index drawn with weights ps
-		x := rng.Float64() * sum(ps)
-		for i, p := range ps {
-			if x < p {
-				return i
-			}
-			x -= p
-		}
-		return len(ps) - 1
-	}
+	pick := func(ps ...float64) int { return weighted(rng, ps...) }
 	s := &Schedule{Seed: seed}
 	if w.Inbound && rng.IntN(4) == 0 {
 		s.Inbound = drawInbound(rng, w)
