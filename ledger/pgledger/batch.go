@@ -3,9 +3,11 @@ package pgledger
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,29 +18,51 @@ import (
 )
 
 // The statements of concurrent actions share round trips and commits: the
-// first goes at once, alone, as its own statement, and those that arrive
-// while it is in flight go together right after it, as one pipeline (a
-// pgx.Batch: one round trip) that PostgreSQL runs as one implicit
-// transaction with one commit (a group commit; see internal/groupcommit).
+// first goes at once, alone, and those that arrive while it is in flight
+// go together right after it, as one pipeline (a pgx.Batch: one round
+// trip) that PostgreSQL runs as one implicit transaction with one commit
+// (a group commit; see internal/groupcommit).
 //
 // One statement's error aborts a transaction, so none of them raises for
 // an action's own reasons: a stale token, a record that moved on, a
 // reservation that writes nothing all come back as rows (RETURNING) or
 // row counts, each read by its own call. Should the server still answer
 // the batch with an error (a value it refuses, say), the whole batch was
-// rolled back, and each of its calls runs again alone, so that the error
+// rolled back, and each of its calls runs again as a statement of its own,
+// on its caller's goroutine and outside the batches, so that the error
 // reaches only its own call. A batch locks its rows in one order (by
 // action ID), so two batches never wait for each other in a cycle. A
 // commit whose answer is lost (a cut connection, a timeout) may or may not
 // have happened: every call of the batch gets the error a lone statement's
-// lost answer gives, "maybe written". Rows an open atomic transaction of
-// this Store holds (BeginAtomic until Complete or Rollback) stay out of
-// batches: their statements go alone, since waiting for that transaction
-// would hold every other action of the batch.
+// lost answer gives, "maybe written".
+//
+// While one round trip is in flight the others wait, so none may wait
+// long for a row lock that another transaction holds (an atomic
+// transaction of this Store or of another process, one whose commit's
+// answer was lost and which the server keeps open): every round trip,
+// the lone one too, runs under a lock_timeout of lockWait, and a
+// statement that meets it (the batch is rolled back) runs again outside
+// the batches, where it waits for the lock within its caller's own bound
+// and holds no other action. Rows an open atomic transaction of this
+// Store holds (BeginAtomic until Complete or Rollback) stay out of
+// batches from the start.
 //
 // In a transaction now() is the transaction's start, so the batch forms of
 // the statements read statement_timestamp(), each statement's own start,
 // as a statement run alone reads now(): one decision sees one instant.
+
+// lockWait bounds how long a round trip of the batcher waits for a row
+// lock: rows are locked only for a statement's or a short transaction's
+// time, so a lock held longer is one that would hold every caller queued
+// behind the round trip.
+const lockWait = 100 * time.Millisecond
+
+// lockWaitSQL sets lockWait for the round trip's implicit transaction only.
+var lockWaitSQL = fmt.Sprintf("SELECT set_config('lock_timeout', '%dms', true)", lockWait.Milliseconds())
+
+// errAlone marks a call whose round trip the server rolled back: it runs
+// again as a statement of its own, on its caller's goroutine.
+var errAlone = errors.New("pgledger: the batch was rolled back; run the statement alone")
 
 // batchSender is what batching needs of the DB: *pgxpool.Pool has it.
 type batchSender interface {
@@ -159,21 +183,19 @@ func (r rowDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 		return r.DB.Exec(ctx, sql, args...)
 	}
 	c := &stmtCall{id: r.id, sql: sql, batch: form, args: args}
-	var (
-		tag     pgconn.CommandTag
-		err     error
-		wasLone bool
-	)
-	if derr := r.b.calls.Do(ctx, c, func(ctx context.Context) {
-		wasLone = true
-		tag, err = r.DB.Exec(ctx, sql, args...)
-	}); derr != nil {
-		return pgconn.CommandTag{}, derr
+	if err := r.b.do(ctx, c); err != nil {
+		return pgconn.CommandTag{}, err
 	}
-	if wasLone {
-		return tag, err
+	if c.err == errAlone {
+		return r.DB.Exec(ctx, sql, args...)
 	}
 	return c.tag, c.err
+}
+
+// do runs c in the next batch, or at once, alone, when none is in flight;
+// either way under lockWait.
+func (b *batcher) do(ctx context.Context, c *stmtCall) error {
+	return b.calls.Do(ctx, c, func(ctx context.Context) { b.run(ctx, []*stmtCall{c}) })
 }
 
 // QueryRow runs sql in the next batch, or at once when none is in flight.
@@ -183,14 +205,11 @@ func (r rowDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 		return r.DB.QueryRow(ctx, sql, args...)
 	}
 	c := &stmtCall{id: r.id, sql: sql, batch: form, args: args, query: true}
-	var lone pgx.Row
-	if err := r.b.calls.Do(ctx, c, func(ctx context.Context) {
-		lone = r.DB.QueryRow(ctx, sql, args...)
-	}); err != nil {
+	if err := r.b.do(ctx, c); err != nil {
 		return errRow{err}
 	}
-	if lone != nil {
-		return lone
+	if c.err == errAlone {
+		return r.DB.QueryRow(ctx, sql, args...)
 	}
 	return batchRow{c: c, b: r.b}
 }
@@ -220,21 +239,23 @@ func (r batchRow) Scan(dest ...any) error {
 	return pgx.ScanRow(r.b.types, r.c.fields, r.c.values, dest...)
 }
 
-// run makes one batch's round trip: its statements in action-ID order, one
-// implicit transaction, one commit.
+// run makes one batch's round trip: lockWait, then its statements in
+// action-ID order, one implicit transaction, one commit.
 func (b *batcher) run(ctx context.Context, calls []*stmtCall) {
 	calls = slices.Clone(calls)
 	slices.SortStableFunc(calls, func(x, y *stmtCall) int { return strings.Compare(x.id, y.id) })
 	batch := &pgx.Batch{}
+	batch.Queue(lockWaitSQL)
 	for _, c := range calls {
 		batch.Queue(c.batch, c.args...)
 	}
 	br := b.sender.SendBatch(ctx, batch)
-	var err error
+	_, err := br.Exec()
 	for _, c := range calls {
-		if err = c.read(br); err != nil {
+		if err != nil {
 			break
 		}
+		err = c.read(br)
 	}
 	// Close reads the commit's answer: until then no result stands.
 	if cerr := br.Close(); err == nil {
@@ -245,9 +266,11 @@ func (b *batcher) run(ctx context.Context, calls []*stmtCall) {
 	}
 	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) {
 		// The server answered and rolled the whole batch back: nothing
-		// of it was written. Each call runs alone, for its own result.
+		// of it was written. Each call runs again alone, for its own
+		// result, on its caller's goroutine: one of them may wait for a
+		// lock (lockWait) and must not hold the others.
 		for _, c := range calls {
-			c.alone(ctx, b.db)
+			*c = stmtCall{sql: c.sql, args: c.args, query: c.query, err: errAlone}
 		}
 		return
 	}
@@ -289,20 +312,6 @@ func (c *stmtCall) readRows(rows pgx.Rows) error {
 	}
 	rows.Close()
 	return rows.Err()
-}
-
-// alone runs c as a statement of its own, after its batch was rolled back.
-func (c *stmtCall) alone(ctx context.Context, db DB) {
-	c.found, c.fields, c.values = false, nil, nil
-	if !c.query {
-		c.tag, c.err = db.Exec(ctx, c.sql, c.args...)
-		return
-	}
-	rows, err := db.Query(ctx, c.sql, c.args...)
-	if err == nil {
-		err = c.readRows(rows)
-	}
-	c.err = err
 }
 
 // sharedStatements returns how many statements went in a shared round

@@ -21,10 +21,10 @@ import (
 )
 
 // holdTracer is a pgx tracer that counts the round trips of the store's
-// statements (a statement or a batch each) and, once armed, holds the
-// first UPDATE until release is closed, so that the statements made
-// meanwhile queue for one batch. When that UPDATE is back it calls
-// afterHeld, if set.
+// statements (a batch each, the lone one too; an UPDATE run outside the
+// batches) and, once armed, holds the first batch until release is
+// closed, so that the statements made meanwhile queue for the next one.
+// When that batch is back it calls afterHeld, if set.
 type holdTracer struct {
 	trips     atomic.Int64
 	armed     atomic.Bool
@@ -41,9 +41,15 @@ func newHoldTracer() *holdTracer {
 }
 
 func (h *holdTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if !strings.HasPrefix(d.SQL, "UPDATE") {
-		return ctx // the harness's own statements
+	if strings.HasPrefix(d.SQL, "UPDATE") {
+		h.trips.Add(1) // not the harness's own statements
 	}
+	return ctx
+}
+
+func (h *holdTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (h *holdTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
 	h.trips.Add(1)
 	if !h.armed.Load() {
 		return ctx
@@ -58,19 +64,13 @@ func (h *holdTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 	return context.WithValue(ctx, heldKey{}, true)
 }
 
-func (h *holdTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+func (h *holdTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (h *holdTracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
 	if ctx.Value(heldKey{}) != nil && h.afterHeld != nil {
 		h.afterHeld()
 	}
 }
-
-func (h *holdTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	h.trips.Add(1)
-	return ctx
-}
-
-func (h *holdTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (h *holdTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 // pgBatchRig is a Store whose pool is traced by a holdTracer, with n
 // actions reserved.
@@ -281,4 +281,86 @@ func TestBatchCallerDeadlineEndsWaitOnLockedTable(t *testing.T) {
 	}
 	calls, _ := pgledger.SharedStatements(r.s)
 	t.Logf("%d statements went in a shared round trip", calls)
+}
+
+// lockRow holds the row of k locked in a transaction of its own, as an
+// atomic transaction of another process (or one whose commit's answer was
+// lost, which the server keeps open) does, until the test ends.
+func lockRow(t *testing.T, r *pgBatchRig, k ledger.Key) {
+	t.Helper()
+	tx, err := r.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(t.Context(), "SELECT 1 FROM "+pgledger.DefaultTable+" WHERE id = $1 FOR UPDATE", k.ID()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBatchRowLockedElsewhereHoldsOnlyItsOwnCall(t *testing.T) {
+	// One action's row is locked by another transaction when its
+	// statement shares a batch with others': the batch waits for the lock
+	// no longer than lockWait, and the others' statements are written; the
+	// locked one waits alone, within its own caller's bound.
+	const n = 4
+	const bound = 2 * time.Second
+	r := newPGBatchRig(t, pgtest.URL(t), "", n)
+	lockRow(t, r, r.keys[0])
+	key := func(i int) int { return (i + 1) % n } // the lone call is on key 1; key 0 goes last, in the batch
+	errs, _ := r.together(t, func(i int) error {
+		ctx, cancel := context.WithTimeout(t.Context(), bound)
+		defer cancel()
+		return r.s.MarkSending(ctx, r.keys[key(i)], r.tokens[key(i)])
+	})
+	for i, err := range errs {
+		locked := key(i) == 0
+		switch {
+		case locked && !errors.Is(err, context.DeadlineExceeded):
+			t.Errorf("the locked row's statement: %v; want its caller's deadline", err)
+		case !locked && err != nil:
+			t.Errorf("MarkSending of %s beside a locked row: %v; want nil", r.keys[key(i)].Key, err)
+		}
+	}
+	if calls, _ := pgledger.SharedStatements(r.s); calls != n-1 {
+		t.Fatalf("%d statements shared a round trip; want %d", calls, n-1)
+	}
+}
+
+func TestLoneStatementOnALockedRowHoldsNoOtherCall(t *testing.T) {
+	// The lone round trip is on a row another transaction holds locked:
+	// it gives the lock up after lockWait and waits for it outside the
+	// batches, so the statements that queued behind it go on.
+	const n = 4
+	r := newPGBatchRig(t, pgtest.URL(t), "", n)
+	lockRow(t, r, r.keys[0])
+	lone := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		lone <- r.s.MarkSending(ctx, r.keys[0], r.tokens[0])
+	}()
+	for end := time.Now().Add(time.Minute); !pgledger.BatchBusy(r.s); runtime.Gosched() {
+		if time.Now().After(end) {
+			t.Fatal("the lone statement never started")
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 1; i < n; i++ {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+			defer cancel()
+			errs[i] = r.s.MarkSending(ctx, r.keys[i], r.tokens[i])
+		})
+	}
+	wg.Wait()
+	for i := 1; i < n; i++ {
+		if errs[i] != nil {
+			t.Errorf("MarkSending of %s behind a statement on a locked row: %v; want nil", r.keys[i].Key, errs[i])
+		}
+	}
+	if err := <-lone; !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the locked row's statement: %v; want its caller's deadline", err)
+	}
 }
