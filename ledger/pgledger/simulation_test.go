@@ -150,15 +150,22 @@ var batchCuts = map[faultsim.Strike]pgtest.CutMode{
 // Store's statements take the action's ID first and, when fenced, the
 // token second.
 func (d strikeDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if len(b.QueuedQueries) < 2 {
-		return d.Pool.SendBatch(ctx, b)
-	}
-	calls := make([]faultsim.BatchCall, len(b.QueuedQueries))
-	for i, q := range b.QueuedQueries {
-		if len(q.Arguments) >= 2 {
-			calls[i].ID, _ = q.Arguments[0].(string)
-			calls[i].Token, _ = q.Arguments[1].(int64)
+	// The store's statements, without the lock_timeout every round trip
+	// of its batcher sets first (it takes no arguments).
+	var calls []faultsim.BatchCall
+	for _, q := range b.QueuedQueries {
+		if len(q.Arguments) == 0 {
+			continue
 		}
+		c := faultsim.BatchCall{}
+		c.ID, _ = q.Arguments[0].(string)
+		if len(q.Arguments) >= 2 {
+			c.Token, _ = q.Arguments[1].(int64)
+		}
+		calls = append(calls, c)
+	}
+	if len(calls) < 2 {
+		return d.Pool.SendBatch(ctx, b)
 	}
 	mode, ok := batchCuts[d.r.StrikeBatch(calls)]
 	if !ok {
