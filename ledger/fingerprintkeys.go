@@ -95,12 +95,34 @@ func (k FingerprintKeys) Candidates(fp string) []string {
 // of fp's candidates, else fp sealed (which differs from stored, so
 // Resolve sees a conflict).
 func (k FingerprintKeys) Match(stored, fp string) string {
-	for _, c := range k.Candidates(fp) {
+	return matchSealed(stored, k.sealing(fp))
+}
+
+// sealedFingerprint is a request fingerprint sealed once for a store
+// call: what Seal returns, and what Candidates returns.
+type sealedFingerprint struct {
+	stored     string
+	candidates []string
+}
+
+// sealing seals fp under each key once, for a call that needs both its
+// stored form and its candidates.
+func (k FingerprintKeys) sealing(fp string) sealedFingerprint {
+	s := sealedFingerprint{stored: fp, candidates: k.Candidates(fp)}
+	if len(k) > 0 && !strings.HasPrefix(fp, sealedPrefix) {
+		s.stored = s.candidates[0]
+	}
+	return s
+}
+
+// matchSealed is Match for a fingerprint already sealed.
+func matchSealed(stored string, fp sealedFingerprint) string {
+	for _, c := range fp.candidates {
 		if hmac.Equal([]byte(c), []byte(stored)) {
 			return stored
 		}
 	}
-	return k.Seal(fp)
+	return fp.stored
 }
 
 func seal(key []byte, fp string) string {

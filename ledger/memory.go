@@ -147,7 +147,7 @@ func (m *Memory) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 	}
 
 	if res.Verdict == VerdictCreated {
-		if err := m.admit(req, now); err != nil {
+		if err := m.admit(req, sealed, now); err != nil {
 			return Reservation{}, err
 		}
 		e = &memoryEntry{

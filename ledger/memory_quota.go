@@ -141,14 +141,14 @@ func (m *Memory) drop(k Key, e *memoryEntry) {
 	m.quota.add(k.Tenant, -1, -e.size)
 }
 
-// admit returns nil when a new record for req fits the caps, first
-// dropping, at most once per fullSweepEvery, every expired record and every
-// failed one whose lease is over (a failed action may run again anyway, so
-// forgetting it loses nothing). It never drops a record in progress,
-// completed or uncertain: that would let an effect happen twice. admit
-// requires that m.mu is held.
-func (m *Memory) admit(req ReserveRequest, now time.Time) error {
-	size := recordSize(&Record{Key: req.Key, Fingerprint: m.cfg.FingerprintKeys.Seal(req.Fingerprint), Owner: req.Owner,
+// admit returns nil when a new record for req, its fingerprint sealed as
+// sealed, fits the caps, first dropping, at most once per fullSweepEvery,
+// every expired record and every failed one whose lease is over (a failed
+// action may run again anyway, so forgetting it loses nothing). It never
+// drops a record in progress, completed or uncertain: that would let an
+// effect happen twice. admit requires that m.mu is held.
+func (m *Memory) admit(req ReserveRequest, sealed string, now time.Time) error {
+	size := recordSize(&Record{Key: req.Key, Fingerprint: sealed, Owner: req.Owner,
 		Attempts: []Attempt{{Class: VerdictCreated.String(), Owner: req.Owner}}})
 	err := m.quota.admit(req.Key, size, now)
 	if err == nil || now.Sub(m.quota.sweptAt) < fullSweepEvery && !m.quota.sweptAt.IsZero() {

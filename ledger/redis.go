@@ -223,14 +223,15 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 			return Reservation{}, err
 		}
 	}
+	fp := r.cfg.FingerprintKeys.sealing(req.Fingerprint)
 	args := []any{
-		r.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
+		fp.stored, req.Owner, lease.Milliseconds(), retention.Milliseconds(),
 		flag(req.Limited), flag(req.Reconciler), flag(req.KeysHonoured),
 		req.Key.Tenant, req.Key.Operation, req.Key.Key, newToken(), r.cfg.HistoryCap(),
 		nonce, flag(req.MarksSending), req.Instance, settle.Milliseconds(), flag(req.ReplacesFailed),
 		flag(req.Sending),
 	}
-	for _, c := range r.cfg.FingerprintKeys.Candidates(req.Fingerprint) {
+	for _, c := range fp.candidates {
 		args = append(args, c)
 	}
 	reply, err := roundTrip(r, ctx, func(ctx context.Context) ([]string, error) {
@@ -261,7 +262,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 	fields := pairs(reply[head:])
 
 	in := Input{
-		Fingerprint:    r.cfg.FingerprintKeys.Seal(req.Fingerprint),
+		Fingerprint:    fp.stored,
 		LeaseExpired:   expired == "1",
 		Limited:        req.Limited,
 		Reconciler:     req.Reconciler,
@@ -282,7 +283,7 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		// Only a new record, or a takeover of a failed one, changes the
 		// fingerprint, and then the stored one did not matter.
 		in.StoredFingerprint = fields["fp"]
-		in.Fingerprint = r.cfg.FingerprintKeys.Match(fields["fp"], req.Fingerprint)
+		in.Fingerprint = matchSealed(fields["fp"], fp)
 	}
 	res := Reservation{Decision: Resolve(in), Token: token, SettlesAttempt: true}
 	// reserve.lua writes the mark with every grant that sends when asked;

@@ -20,6 +20,10 @@
 
 local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd')
 if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
+-- w is every field the outcome writes, in one HSET.
+local w = {'st', 'completed', 'lu', '0',
+  'os', ARGV[2], 'oh', ARGV[3], 'ob', ARGV[4], 'obh', ARGV[5],
+  'obl', ARGV[6], 'oo', ARGV[7], 'oe', ARGV[8]}
 -- The send this settles, recorded as attempt.lua records one: a history
 -- entry and the settle time started again (no sd: see mark.lua).
 if ARGV[9] ~= '' then
@@ -28,13 +32,13 @@ if ARGV[9] ~= '' then
   local function int(n) return string.format('%d', n) end
   local n = redis.call('HINCRBY', KEYS[1], 'na', 1)
   local a = cjson.encode({at = int(now), class = ARGV[9], owner = f[3], token = f[2]})
-  redis.call('HSET', KEYS[1], 'a' .. int(n), a, 'su', int(now + tonumber(f[4] or '30000')))
+  w[#w + 1] = 'a' .. int(n)
+  w[#w + 1] = a
+  w[#w + 1] = 'su'
+  w[#w + 1] = int(now + tonumber(f[4] or '30000'))
   for i = n - tonumber(ARGV[10]), 1, -1 do
     if redis.call('HDEL', KEYS[1], 'a' .. int(i)) == 0 then break end
   end
 end
-
-redis.call('HSET', KEYS[1], 'st', 'completed', 'lu', '0',
-  'os', ARGV[2], 'oh', ARGV[3], 'ob', ARGV[4], 'obh', ARGV[5],
-  'obl', ARGV[6], 'oo', ARGV[7], 'oe', ARGV[8])
+redis.call('HSET', KEYS[1], unpack(w))
 return 1

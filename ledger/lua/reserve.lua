@@ -123,42 +123,62 @@ if st == 'in-progress' and regrant == '1' then
   for i = 1, #all do out[#out + 1] = all[i] end
   return out
 elseif verdict == 'created' then
+  -- An expired record is replaced whole; so is whatever a key without a
+  -- state holds. An absent one has nothing to drop.
+  for i = 1, #f do
+    if f[i] then redis.call('DEL', KEYS[1]); break end
+  end
   token = ARGV[11]
   f[5] = now + tonumber(ARGV[4])
   f[6] = 0
-  redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], 'tn', ARGV[8], 'op', ARGV[9], 'k', ARGV[10],
-    'fp', ARGV[1], 'ca', int(now))
 elseif verdict == 'retry' or verdict == 'resend' or verdict == 'reconcile' then
   token = int(tonumber(f[3]) + 1)
 end
 
-if token ~= '0' then
-  local lu = now + tonumber(ARGV[3])
-  -- Kept a lease past the lease's end, so that a worker that died
-  -- holding it is still seen as stuck, not as absent.
-  local ea = math.max(tonumber(f[5]), lu + tonumber(ARGV[3]))
-  local n = tonumber(f[6]) + 1
-  local a = cjson.encode({at = int(now), class = verdict, owner = owner, token = token})
-  redis.call('HSET', KEYS[1], 'st', 'in-progress', 'ow', owner, 'in', instance, 'tok', token,
-    'lu', int(lu), 'ea', int(ea), 'na', int(n), 'a' .. int(n), a,
-    'nc', ARGV[13], 'gv', verdict, 'mk', ARGV[14], 'sd', ARGV[16])
-  redis.call('HDEL', KEYS[1], 'rs')
-  -- A failed record takes the fingerprint of the request that takes it
-  -- over, which may differ (Resolve).
-  if st == 'failed' and ARGV[17] == '1' then redis.call('HSET', KEYS[1], 'fp', ARGV[1]) end
-  -- The grant carries the mark (ReserveRequest.Sending) where it sends:
-  -- a reconcile only asks, and marks before a send of its own.
-  if ARGV[18] == '1' and verdict ~= 'reconcile' then
-    redis.call('HSET', KEYS[1], 'sn', '1', 'su', int(now + tonumber(ARGV[16])))
-  end
-  trim(n)
-  -- The lease extends the retention: a record must outlive its owner.
-  -- Dropped ledger.ExpiryGrace (3,600,000 ms) after it: see above.
-  redis.call('PEXPIREAT', KEYS[1], int(ea) + 3600000)
+local out = {verdict, st, expired, int(now), token, regrant, unsent, reclaim, settling}
+if token == '0' then
+  local all = redis.call('HGETALL', KEYS[1])
+  for i = 1, #all do out[#out + 1] = all[i] end
+  return out
 end
 
-local out = {verdict, st, expired, int(now), token, regrant, unsent, reclaim, settling}
+local lu = now + tonumber(ARGV[3])
+-- Kept a lease past the lease's end, so that a worker that died
+-- holding it is still seen as stuck, not as absent.
+local ea = math.max(tonumber(f[5]), lu + tonumber(ARGV[3]))
+local n = tonumber(f[6]) + 1
+local a = cjson.encode({at = int(now), class = verdict, owner = owner, token = token})
+-- w is every field the grant writes, in one HSET.
+local w = {'st', 'in-progress', 'ow', owner, 'in', instance, 'tok', token,
+  'lu', int(lu), 'ea', int(ea), 'na', int(n), 'a' .. int(n), a,
+  'nc', ARGV[13], 'gv', verdict, 'mk', ARGV[14], 'sd', ARGV[16]}
+local function put(field, value)
+  w[#w + 1] = field
+  w[#w + 1] = value
+end
+if verdict == 'created' then
+  put('tn', ARGV[8]); put('op', ARGV[9]); put('k', ARGV[10]); put('fp', ARGV[1]); put('ca', int(now))
+elseif st == 'failed' and ARGV[17] == '1' then
+  -- A failed record takes the fingerprint of the request that takes it
+  -- over, which may differ (Resolve).
+  put('fp', ARGV[1])
+end
+-- The grant carries the mark (ReserveRequest.Sending) where it sends:
+-- a reconcile only asks, and marks before a send of its own.
+if ARGV[18] == '1' and verdict ~= 'reconcile' then
+  put('sn', '1'); put('su', int(now + tonumber(ARGV[16])))
+end
+redis.call('HSET', KEYS[1], unpack(w))
+-- The lease extends the retention: a record must outlive its owner.
+-- Dropped ledger.ExpiryGrace (3,600,000 ms) after it: see above.
+redis.call('PEXPIREAT', KEYS[1], int(ea) + 3600000)
+if verdict == 'created' then
+  -- The record is exactly what w wrote: answer with it, not a read.
+  for i = 1, #w do out[#out + 1] = w[i] end
+  return out
+end
+redis.call('HDEL', KEYS[1], 'rs')
+trim(n)
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all do out[#out + 1] = all[i] end
 return out
