@@ -74,6 +74,11 @@ func TestCompare(t *testing.T) {
 	base := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}
 	t.Cleanup(base.CloseIdleConnections)
 	contenders := newContenders(t, base)
+	if only := os.Getenv("LEDGER_COMPARE_ONLY"); only != "" {
+		contenders = slices.DeleteFunc(contenders, func(c contender) bool {
+			return c.name != "no ledger" && !slices.Contains(strings.Split(only, ","), c.name)
+		})
+	}
 
 	var seq atomic.Int64
 	run := func(ct contender, conc int, d time.Duration) int64 {
@@ -101,7 +106,7 @@ func TestCompare(t *testing.T) {
 
 	const baseline = "no ledger"
 	for _, conc := range concurrency {
-		type figures struct{ rate, ratio, trips, micros []float64 }
+		type figures struct{ rate, ratio, trips, micros, own, machine []float64 }
 		got := map[string]*figures{}
 		for _, ct := range contenders {
 			got[ct.name] = &figures{}
@@ -124,12 +129,18 @@ func TestCompare(t *testing.T) {
 				if ct.trips != nil {
 					trips0 = ct.trips()
 				}
+				own0, machine0 := cpuTimes(t)
 				start := time.Now()
 				n := run(ct, conc, slice)
 				rate := float64(n) / time.Since(start).Seconds()
+				own1, machine1 := cpuTimes(t)
 				rates[ct.name] = rate
 				f := got[ct.name]
 				f.rate = append(f.rate, rate)
+				if n > 0 {
+					f.own = append(f.own, float64((own1-own0).Microseconds())/float64(n))
+					f.machine = append(f.machine, float64((machine1-machine0).Microseconds())/float64(n))
+				}
 				if ct.trips != nil && n > 0 {
 					f.trips = append(f.trips, float64(ct.trips()-trips0)/float64(n))
 				}
@@ -147,11 +158,12 @@ func TestCompare(t *testing.T) {
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "concurrency %d, %d rounds of %v:\n", conc, rounds, slice)
-		fmt.Fprintf(&b, "%-22s %12s %8s %12s %16s\n", "", "actions/s", "ratio", "trips/action", "store µs/action")
+		fmt.Fprintf(&b, "%-22s %12s %8s %12s %16s %14s %14s\n", "", "actions/s", "ratio", "trips/action", "store µs/action",
+			"CPU µs/action", "machine CPU µs")
 		for _, ct := range contenders {
 			f := got[ct.name]
-			fmt.Fprintf(&b, "%-22s %12.0f %8.3f %12s %16s\n", ct.name, median(f.rate), median(f.ratio),
-				orDash(f.trips, "%.2f"), orDash(f.micros, "%.1f"))
+			fmt.Fprintf(&b, "%-22s %12.0f %8.3f %12s %16s %14s %14s\n", ct.name, median(f.rate), median(f.ratio),
+				orDash(f.trips, "%.2f"), orDash(f.micros, "%.1f"), orDash(f.own, "%.0f"), orDash(f.machine, "%.0f"))
 		}
 		t.Log("\n" + b.String())
 	}
