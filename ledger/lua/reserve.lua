@@ -123,11 +123,9 @@ if st == 'in-progress' and regrant == '1' then
   for i = 1, #all do out[#out + 1] = all[i] end
   return out
 elseif verdict == 'created' then
-  -- An expired record is replaced whole; so is whatever a key without a
-  -- state holds. An absent one has nothing to drop.
-  for i = 1, #f do
-    if f[i] then redis.call('DEL', KEYS[1]); break end
-  end
+  -- An expired record is replaced whole, and so is whatever else the key
+  -- holds.
+  redis.call('DEL', KEYS[1])
   token = ARGV[11]
   f[5] = now + tonumber(ARGV[4])
   f[6] = 0
