@@ -46,6 +46,11 @@ local function trim(n)
     if redis.call('HDEL', KEYS[1], 'a' .. int(i)) == 0 then break end
   end
 end
+-- The reply: out, then the record's fields and values in pairs.
+local function answer(out, fields)
+  for i = 1, #fields do out[#out + 1] = fields[i] end
+  return out
+end
 
 local owner, instance = ARGV[2], ARGV[15]
 
@@ -118,10 +123,8 @@ end
 local token = '0'
 if st == 'in-progress' and regrant == '1' then
   -- The grant stands as written: hand its token back, write nothing.
-  local out = {verdict, st, expired, int(now), f[3], regrant, unsent, reclaim, settling}
-  local all = redis.call('HGETALL', KEYS[1])
-  for i = 1, #all do out[#out + 1] = all[i] end
-  return out
+  return answer({verdict, st, expired, int(now), f[3], regrant, unsent, reclaim, settling},
+    redis.call('HGETALL', KEYS[1]))
 elseif verdict == 'created' then
   -- An expired record is replaced whole, and so is whatever else the key
   -- holds.
@@ -134,11 +137,7 @@ elseif verdict == 'retry' or verdict == 'resend' or verdict == 'reconcile' then
 end
 
 local out = {verdict, st, expired, int(now), token, regrant, unsent, reclaim, settling}
-if token == '0' then
-  local all = redis.call('HGETALL', KEYS[1])
-  for i = 1, #all do out[#out + 1] = all[i] end
-  return out
-end
+if token == '0' then return answer(out, redis.call('HGETALL', KEYS[1])) end
 
 local lu = now + tonumber(ARGV[3])
 -- Kept a lease past the lease's end, so that a worker that died
@@ -172,11 +171,8 @@ redis.call('HSET', KEYS[1], unpack(w))
 redis.call('PEXPIREAT', KEYS[1], int(ea) + 3600000)
 if verdict == 'created' then
   -- The record is exactly what w wrote: answer with it, not a read.
-  for i = 1, #w do out[#out + 1] = w[i] end
-  return out
+  return answer(out, w)
 end
 redis.call('HDEL', KEYS[1], 'rs')
 trim(n)
-local all = redis.call('HGETALL', KEYS[1])
-for i = 1, #all do out[#out + 1] = all[i] end
-return out
+return answer(out, redis.call('HGETALL', KEYS[1]))
