@@ -190,7 +190,9 @@ func post(rt http.RoundTripper, url, key string) error {
 }
 
 // newContenders returns the Transport without a ledger, then with each
-// store, batched (the default) and not.
+// store, batched (the default) and not, and after each store its floor:
+// the ledger-free Transport making two bare writes to it per action
+// (bareWrites).
 func newContenders(t *testing.T, base http.RoundTripper) []contender {
 	transport := func(s ledger.Store) http.RoundTripper {
 		cfg := retrybudget.Config{Base: base, KeysHonoured: true}
@@ -230,6 +232,8 @@ func newContenders(t *testing.T, base http.RoundTripper) []contender {
 		}
 		out = append(out, contender{name: name, rt: transport(s), trips: hook.N.Load, spent: redisSpent})
 	}
+	out = append(out, contender{name: "redis 2 bare writes", rt: newBareWrites(transport(nil), redisBareWrite(t, client)),
+		trips: hook.N.Load, spent: redisSpent})
 
 	psrv := pgtest.Start(t)
 	stats := enableStatements(t, psrv)
@@ -248,7 +252,7 @@ func newContenders(t *testing.T, base http.RoundTripper) []contender {
 	pgSpent := func(ctx context.Context) (float64, error) {
 		var ms float64
 		err := stats.QueryRow(ctx, `SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements
-			WHERE query LIKE '%retrybudget_ledger%'`).Scan(&ms)
+			WHERE query LIKE '%retrybudget_ledger%' OR query LIKE '%bare_writes%'`).Scan(&ms)
 		return ms * 1000, err
 	}
 	for _, mb := range []int{0, 1} {
@@ -267,6 +271,8 @@ func newContenders(t *testing.T, base http.RoundTripper) []contender {
 		}
 		out = append(out, contender{name: name, rt: transport(s), trips: tracer.n.Load, spent: pgSpent})
 	}
+	out = append(out, contender{name: "postgres 2 bare writes", rt: newBareWrites(transport(nil), pgBareWrite(t, pool)),
+		trips: tracer.n.Load, spent: pgSpent})
 	return out
 }
 
