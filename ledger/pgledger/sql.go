@@ -40,34 +40,41 @@ const effState = `(CASE WHEN r.state = 'in-progress' AND r.atomic AND r.lease_un
 const reclaim = `($6::text <> '' AND $17::text <> '' AND r.owner = $6::text
   AND r.instance <> '' AND r.instance <> $17::text)`
 
-// verdict is ledger.Resolve over an existing row r, as SQL. Go re-checks
-// every grant against Resolve (see Store.Reserve), so this and resolve.go
-// cannot drift silently.
-var verdict = strings.NewReplacer("{{eff}}", effState, "{{reclaim}}", reclaim).Replace(`(CASE
-  WHEN r.expires_at < now() THEN (CASE WHEN $9 THEN 'delayed' ELSE 'created' END)
-  WHEN {{eff}} NOT IN ('in-progress', 'completed', 'failed', 'uncertain') THEN 'uncertain'
-  WHEN {{eff}} = 'failed' AND $19::boolean THEN (CASE WHEN $9 THEN 'delayed' ELSE 'retry' END)
+// decision is ledger.Resolve over an existing row r, as a sub-select of
+// one row d: d.eff is effState, d.expired whether r's retention has run
+// out, d.reclaim is reclaim, and d.v the verdict. Each is written once and
+// computed once: the reservation's writes read them from d (OFFSET 0 keeps
+// the planner from inlining a layer, which would repeat its expressions
+// wherever the next layer reads them, and the server pays for every copy
+// at every execution's start). Go re-checks every grant against Resolve
+// (see Store.Reserve), so this and resolve.go cannot drift silently.
+var decision = `(SELECT x.*, CASE
+  WHEN x.expired THEN (CASE WHEN $9 THEN 'delayed' ELSE 'created' END)
+  WHEN x.eff NOT IN ('in-progress', 'completed', 'failed', 'uncertain') THEN 'uncertain'
+  WHEN x.eff = 'failed' AND $19::boolean THEN (CASE WHEN $9 THEN 'delayed' ELSE 'retry' END)
   WHEN NOT (r.fingerprint = ANY($14::text[])) THEN 'conflict'
-  WHEN {{eff}} = 'completed' THEN 'replayed'
-  WHEN {{eff}} = 'failed' THEN (CASE WHEN $9 THEN 'delayed' ELSE 'retry' END)
-  WHEN {{eff}} = 'in-progress' AND r.nonce = $15 THEN r.granted
-  WHEN {{eff}} = 'in-progress' AND r.lease_until > now() AND NOT {{reclaim}} THEN 'pending'
-  WHEN {{eff}} = 'in-progress' AND r.promised AND NOT r.sending THEN (CASE WHEN $9 THEN 'delayed' ELSE 'retry' END)
+  WHEN x.eff = 'completed' THEN 'replayed'
+  WHEN x.eff = 'failed' THEN (CASE WHEN $9 THEN 'delayed' ELSE 'retry' END)
+  WHEN x.eff = 'in-progress' AND r.nonce = $15 THEN r.granted
+  WHEN x.eff = 'in-progress' AND r.lease_until > now() AND NOT x.reclaim THEN 'pending'
+  WHEN x.eff = 'in-progress' AND r.promised AND NOT r.sending THEN (CASE WHEN $9 THEN 'delayed' ELSE 'retry' END)
   WHEN $10 THEN 'reconcile'
   WHEN $11 THEN (CASE WHEN $9 THEN 'delayed' ELSE 'resend' END)
   ELSE 'uncertain'
-END)`)
+END AS v
+FROM (SELECT ` + effState + ` AS eff, r.expires_at < now() AS expired, ` + reclaim + ` AS reclaim OFFSET 0) x
+OFFSET 0) d`
 
-// owns is true when verdict hands the action to the caller.
+// owns is true when the decision hands the action to the caller.
 // A regrant (the nonce of the current grant) owns but writes nothing: the
 // grant stands as it was made, and Reserve reads it back.
-var owns = verdict + ` IN ('created', 'retry', 'resend', 'reconcile')
-  AND NOT (r.expires_at >= now() AND r.state = 'in-progress' AND r.nonce = $15)`
+var owns = `(SELECT d.v IN ('created', 'retry', 'resend', 'reconcile')
+  AND NOT (NOT d.expired AND r.state = 'in-progress' AND r.nonce = $15) FROM ` + decision + `)`
 
 // marks is true when a grant writes the sending mark with itself
 // (ReserveRequest.Sending): where it sends, not where a reconcile only
 // asks.
-const marks = `($20::boolean AND {{v}} IN ('created', 'retry', 'resend'))`
+const marks = `($20::boolean AND d.v IN ('created', 'retry', 'resend'))`
 
 // attemptJSON builds one history entry.
 const attemptJSON = `jsonb_build_object('n', %s, 'at', (extract(epoch FROM now()) * 1000000)::bigint,
@@ -77,47 +84,57 @@ const attemptJSON = `jsonb_build_object('n', %s, 'at', (extract(epoch FROM now()
 // record when r has expired, else the next token, a lease and one more
 // attempt, keeping the action's identity, creation time and history (and
 // its fingerprint, unless r failed and $19: then the request's, see
-// ledger.Resolve).
+// ledger.Resolve). It is one multiple-column assignment from a sub-select
+// over decision, each column's value in the order of the list.
 // (In an UPDATE or ON CONFLICT's SET, r.col is the value before the
 // update.)
-var takeover = strings.NewReplacer("{{marks}}", strings.ReplaceAll(marks, "{{v}}", verdict), "{{v}}", verdict, "{{expired}}", "r.expires_at < now()").Replace(`
-  tenant        = CASE WHEN {{expired}} THEN $2 ELSE r.tenant END,
-  operation     = CASE WHEN {{expired}} THEN $3 ELSE r.operation END,
-  action_key    = CASE WHEN {{expired}} THEN $4 ELSE r.action_key END,
-  fingerprint   = CASE WHEN {{expired}} OR ({{eff}} = 'failed' AND $19::boolean) THEN $5 ELSE r.fingerprint END,
-  state         = 'in-progress',
-  owner         = $6,
-  instance      = $17,
-  token         = CASE WHEN {{expired}} THEN $12 ELSE r.token + 1 END,
-  lease_until   = now() + $7::bigint * interval '1 millisecond',
-  reason        = '',
-  created_at    = CASE WHEN {{expired}} THEN now() ELSE r.created_at END,
-  expires_at    = greatest(CASE WHEN {{expired}} THEN now() + $8::bigint * interval '1 millisecond' ELSE r.expires_at END,
-                           now() + 2 * $7::bigint * interval '1 millisecond'),
-  attempts      = ` + capped(`CASE WHEN {{expired}} THEN '[]'::jsonb ELSE r.attempts END || `+
-	sprintf(attemptJSON, `CASE WHEN {{expired}} THEN 1 ELSE r.attempt_count + 1 END`, `{{v}}`, `$6::text`,
-		`CASE WHEN {{expired}} THEN $12 ELSE r.token + 1 END`), `$13`) + `,
-  attempt_count = CASE WHEN {{expired}} THEN 1 ELSE r.attempt_count + 1 END,
-  granted       = {{v}},
-  granted_from  = CASE WHEN {{expired}} THEN 'expired' ELSE {{eff}} END,
-  atomic        = false,
-  granted_unsent = NOT {{expired}} AND {{eff}} = 'in-progress' AND r.promised AND NOT r.sending,
-  granted_reclaim = NOT {{expired}} AND {{eff}} = 'in-progress' AND r.lease_until > now() AND ` + reclaim + `,
-  granted_settling = NOT {{expired}} AND coalesce(r.settle_until > now(), false),
-  settle_ms     = $18,
-  settle_until  = CASE WHEN {{marks}} THEN now() + $18::bigint * interval '1 millisecond'
-                       WHEN {{expired}} THEN NULL ELSE r.settle_until END,
-  nonce         = $15,
-  promised      = $16,
-  sending       = {{marks}} OR (NOT {{expired}} AND r.sending),
-  status = CASE WHEN {{expired}} THEN NULL ELSE r.status END,
-  header = CASE WHEN {{expired}} THEN NULL ELSE r.header END,
-  body = CASE WHEN {{expired}} THEN NULL ELSE r.body END,
-  body_hash = CASE WHEN {{expired}} THEN NULL ELSE r.body_hash END,
-  body_len = CASE WHEN {{expired}} THEN NULL ELSE r.body_len END,
-  body_omitted = CASE WHEN {{expired}} THEN NULL ELSE r.body_omitted END,
-  outcome_sealed = CASE WHEN {{expired}} THEN NULL ELSE r.outcome_sealed END,
-  settlement = CASE WHEN {{expired}} THEN NULL ELSE r.settlement END`)
+var takeover = takeoverSet()
+
+func takeoverSet() string {
+	cols := []struct{ name, value string }{
+		{"tenant", `CASE WHEN d.expired THEN $2 ELSE r.tenant END`},
+		{"operation", `CASE WHEN d.expired THEN $3 ELSE r.operation END`},
+		{"action_key", `CASE WHEN d.expired THEN $4 ELSE r.action_key END`},
+		{"fingerprint", `CASE WHEN d.expired OR (d.eff = 'failed' AND $19::boolean) THEN $5 ELSE r.fingerprint END`},
+		{"state", `'in-progress'`},
+		{"owner", `$6::text`},
+		{"instance", `$17::text`},
+		{"token", `CASE WHEN d.expired THEN $12 ELSE r.token + 1 END`},
+		{"lease_until", `now() + $7::bigint * interval '1 millisecond'`},
+		{"reason", `''`},
+		{"created_at", `CASE WHEN d.expired THEN now() ELSE r.created_at END`},
+		{"expires_at", `greatest(CASE WHEN d.expired THEN now() + $8::bigint * interval '1 millisecond' ELSE r.expires_at END,
+    now() + 2 * $7::bigint * interval '1 millisecond')`},
+		{"attempts", capped(`CASE WHEN d.expired THEN '[]'::jsonb ELSE r.attempts END || `+
+			sprintf(attemptJSON, `CASE WHEN d.expired THEN 1 ELSE r.attempt_count + 1 END`, `d.v`, `$6::text`,
+				`CASE WHEN d.expired THEN $12 ELSE r.token + 1 END`), `$13`)},
+		{"attempt_count", `CASE WHEN d.expired THEN 1 ELSE r.attempt_count + 1 END`},
+		{"granted", `d.v`},
+		{"granted_from", `CASE WHEN d.expired THEN 'expired' ELSE d.eff END`},
+		{"atomic", `false`},
+		{"granted_unsent", `NOT d.expired AND d.eff = 'in-progress' AND r.promised AND NOT r.sending`},
+		{"granted_reclaim", `NOT d.expired AND d.eff = 'in-progress' AND r.lease_until > now() AND d.reclaim`},
+		{"granted_settling", `NOT d.expired AND coalesce(r.settle_until > now(), false)`},
+		{"settle_ms", `$18::bigint`},
+		{"settle_until", `CASE WHEN ` + marks + ` THEN now() + $18::bigint * interval '1 millisecond'
+    WHEN d.expired THEN NULL ELSE r.settle_until END`},
+		{"nonce", `$15::text`},
+		{"promised", `$16::boolean`},
+		{"sending", marks + ` OR (NOT d.expired AND r.sending)`},
+	}
+	// The outcome's columns: cleared when r has expired, else kept.
+	for _, c := range []string{"status", "header", "body", "body_hash", "body_len", "body_omitted", "outcome_sealed", "settlement"} {
+		cols = append(cols, struct{ name, value string }{c, `CASE WHEN d.expired THEN NULL ELSE r.` + c + ` END`})
+	}
+	names := make([]string, len(cols))
+	values := make([]string, len(cols))
+	for i, c := range cols {
+		names[i], values[i] = c.name, c.value
+	}
+	return ` (` + strings.Join(names, ", ") + `) = (SELECT
+  ` + strings.Join(values, ",\n  ") + `
+  FROM ` + decision + `)`
+}
 
 // reserveSQL reserves with one statement on the primary key: it creates
 // the record, or, on the conflict, takes the existing one over when the
@@ -129,14 +146,14 @@ VALUES ($1, $2, $3, $4, $5, 'in-progress', $6, $12, now() + $7::bigint * interva
   greatest(now() + $8::bigint * interval '1 millisecond', now() + 2 * $7::bigint * interval '1 millisecond'),
   jsonb_build_array(` + sprintf(attemptJSON, `1`, `'created'`, `$6::text`, `$12::bigint`) + `), 1, 'created', 'absent',
   $15, $16, $17, $18, $20::boolean, CASE WHEN $20::boolean THEN now() + $18::bigint * interval '1 millisecond' END)
-ON CONFLICT (id) DO UPDATE SET` + strings.ReplaceAll(takeover, "{{eff}}", effState) + `
+ON CONFLICT (id) DO UPDATE SET` + takeover + `
 WHERE ` + owns + `
 RETURNING ` + prefixed("r.", columns)
 
 // reserveLimitedSQL is reserveSQL for a rate-limited destination, which
 // must never create a record: only a takeover (for a reconciler) may
 // write.
-var reserveLimitedSQL = `UPDATE {{table}} AS r SET` + strings.ReplaceAll(takeover, "{{eff}}", effState) + `
+var reserveLimitedSQL = `UPDATE {{table}} AS r SET` + takeover + `
 WHERE r.id = $1 AND ` + owns + `
 RETURNING ` + prefixed("r.", columns)
 
