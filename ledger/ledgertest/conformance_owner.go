@@ -270,13 +270,31 @@ func testHistoryCapped(t *testing.T, h Harness) {
 			t.Fatalf("attempt %d numbered %d", i+2, a.N)
 		}
 	}
-	r := h.get(t, keyA)
-	if len(r.Attempts) != ledger.DefaultMaxAttempts {
-		t.Fatalf("%d attempts kept, want %d", len(r.Attempts), ledger.DefaultMaxAttempts)
-	}
-	for i, a := range r.Attempts {
-		if want := sends + 1 - ledger.DefaultMaxAttempts + 1 + i; a.N != want {
-			t.Fatalf("kept attempt %d is N=%d, want %d", i, a.N, want)
+	wantNewest := func(step string, last int) {
+		t.Helper()
+		r := h.get(t, keyA)
+		if len(r.Attempts) != ledger.DefaultMaxAttempts {
+			t.Fatalf("after %s: %d attempts kept, want %d", step, len(r.Attempts), ledger.DefaultMaxAttempts)
+		}
+		for i, a := range r.Attempts {
+			if want := last - ledger.DefaultMaxAttempts + 1 + i; a.N != want {
+				t.Fatalf("after %s: kept attempt %d is N=%d, want %d", step, i, a.N, want)
+			}
 		}
 	}
+	wantNewest("the sends", sends+1)
+	// Every other write that appends to the history caps it the same way:
+	// a failure carrying its send, the takeover that retries, an outcome
+	// carrying the last send.
+	if err := h.Fail(t.Context(), keyA, res.Token, ledger.Failure{Reason: "503", AttemptClass: "status-503"}); err != nil {
+		t.Fatal(err)
+	}
+	wantNewest("a failure with its send", sends+2)
+	retry := h.reserve(t, ledger.ReserveRequest{Key: keyA, Fingerprint: fpA, Owner: "w1"})
+	wantVerdict(t, retry, ledger.VerdictRetry)
+	wantNewest("the retry's takeover", sends+3)
+	if err := h.Complete(t.Context(), keyA, retry.Token, ledger.Outcome{Status: 201, AttemptClass: "status-201"}); err != nil {
+		t.Fatal(err)
+	}
+	wantNewest("an outcome with its send", sends+4)
 }
