@@ -224,11 +224,12 @@ WHERE ` + fenced
 const markAtomicSQL = `UPDATE {{table}} SET atomic = true WHERE ` + fenced
 
 // capped is the JSON array h without its oldest entries beyond the
-// integer parameter limit.
+// integer parameter limit: a slice by jsonpath, one function call, where
+// an aggregate over the array's elements would add a sub-plan the server
+// sets up at every execution's start.
 func capped(h, limit string) string {
-	return `(SELECT coalesce(jsonb_agg(e ORDER BY i), '[]'::jsonb)
-    FROM jsonb_array_elements(` + h + `) WITH ORDINALITY AS h(e, i)
-    WHERE i > jsonb_array_length(` + h + `) - ` + limit + `::integer)`
+	return `jsonb_path_query_array(` + h + `, '$[$from to last]',
+    jsonb_build_object('from', greatest(jsonb_array_length(` + h + `) - ` + limit + `::integer, 0)))`
 }
 
 func prefixed(p, cols string) string {
