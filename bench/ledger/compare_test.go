@@ -237,6 +237,7 @@ func newContenders(t *testing.T, base http.RoundTripper) []contender {
 
 	psrv := pgtest.Start(t)
 	stats := enableStatements(t, psrv)
+	t.Cleanup(func() { logStatements(t, stats, "retrybudget_ledger_0") })
 	tracer := &statementCount{}
 	cfg, err := pgxpool.ParseConfig(psrv.URL)
 	if err != nil {
@@ -297,6 +298,36 @@ func enableStatements(t *testing.T, srv *pgtest.Server) *pgx.Conn {
 		t.Fatal(err)
 	}
 	return conn
+}
+
+// logStatements logs, for the statements on table that ran at least 100
+// times, how often they ran, the server's mean µs executing one
+// (pg_stat_statements) and their length: where the PostgreSQL column's
+// store µs go, statement by statement.
+func logStatements(t *testing.T, stats *pgx.Conn, table string) {
+	rows, err := stats.Query(context.Background(), `SELECT calls, mean_exec_time * 1000, length(query),
+		left(regexp_replace(query, '\s+', ' ', 'g'), 70)
+		FROM pg_stat_statements WHERE query LIKE '%' || $1 || '%' AND calls >= 100
+		ORDER BY total_exec_time DESC`, table)
+	if err != nil {
+		t.Errorf("reading pg_stat_statements: %v", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var calls int64
+		var mean float64
+		var length int
+		var query string
+		if err := rows.Scan(&calls, &mean, &length, &query); err != nil {
+			t.Errorf("reading pg_stat_statements: %v", err)
+			return
+		}
+		t.Logf("%s: %9d runs, %6.1f µs each, %5d characters: %s", table, calls, mean, length, query)
+	}
+	if err := rows.Err(); err != nil {
+		t.Errorf("reading pg_stat_statements: %v", err)
+	}
 }
 
 // statementCount is a pgx tracer counting round trips: a statement or a
