@@ -23,3 +23,17 @@ func TestReservationDecidesOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestHistorySlicedOnlyWhenFull pins the other shape the server's cost
+// depends on: every write that adds to the history adds the entry alone
+// while the history is below its limit, and slices it by jsonpath only in
+// the branch for a full history.
+func TestHistorySlicedOnlyWhenFull(t *testing.T) {
+	for name, q := range map[string]string{"reserveSQL": reserveSQL, "attemptSQL": attemptSQL,
+		"completeSQL": completeSQL, "failSQL": failSQL} {
+		slices, inElse := strings.Count(q, "jsonb_path_query_array("), strings.Count(q, "ELSE jsonb_path_query_array(")
+		if slices == 0 || slices != inElse {
+			t.Errorf("%s slices the history %d times, %d of them in the full history's branch; want every slice there", name, slices, inElse)
+		}
+	}
+}
