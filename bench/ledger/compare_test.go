@@ -237,7 +237,6 @@ func newContenders(t *testing.T, base http.RoundTripper) []contender {
 
 	psrv := pgtest.Start(t)
 	stats := enableStatements(t, psrv)
-	t.Cleanup(func() { logStatements(t, stats, "retrybudget_ledger_0") })
 	tracer := &statementCount{}
 	cfg, err := pgxpool.ParseConfig(psrv.URL)
 	if err != nil {
@@ -269,6 +268,8 @@ func newContenders(t *testing.T, base http.RoundTripper) []contender {
 		name := "postgres"
 		if mb == 1 {
 			name = "postgres, unbatched"
+		} else {
+			t.Cleanup(func() { logStatements(t, stats, pcfg.Table) })
 		}
 		out = append(out, contender{name: name, rt: transport(s), trips: tracer.n.Load, spent: pgSpent})
 	}
