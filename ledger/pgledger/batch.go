@@ -122,7 +122,7 @@ func newBatcher(db DB, maxBatch int, queries map[string]string) *batcher {
 		maxBatch = ledger.DefaultMaxBatch
 	}
 	b := &batcher{db: db, sender: sender, forms: map[string]string{}, types: pgtype.NewMap(), held: map[string]int{}}
-	for _, name := range []string{"reserve", "reserveLimited", "read", "renew", "attempt", "complete", "fail", "markSending"} {
+	for _, name := range []string{"create", "takeover", "read", "renew", "attempt", "complete", "fail", "markSending"} {
 		q := queries[name]
 		b.forms[q] = strings.ReplaceAll(q, "now()", "statement_timestamp()")
 	}

@@ -3,8 +3,10 @@
 // PostgreSQL. It is a module of its own, so the root module needs no SQL
 // driver.
 //
-// Reserve is one INSERT ... ON CONFLICT on the action's identity, so the
-// decision and the grant are atomic; every fenced write is one UPDATE
+// Reserve creates an action's record with one INSERT ... ON CONFLICT DO
+// NOTHING on the action's identity, so two owners never both create it,
+// and takes an existing record over with one UPDATE whose decision and
+// grant are atomic; every fenced write is one UPDATE
 // conditioned on the owner's token; leases and expiry are judged by the
 // database's clock. A committed write is as durable as the database makes
 // it.

@@ -8,8 +8,9 @@
 CREATE TABLE IF NOT EXISTS {{table}} (
   -- id is ledger.Key.ID, the hex SHA-256 of the length-prefixed tenant,
   -- operation and key: the action's identity. Its primary key is the
-  -- unique constraint every reservation is decided on (INSERT ... ON
-  -- CONFLICT (id)), so two owners can never both create an action.
+  -- unique constraint every creation is decided on (INSERT ... ON
+  -- CONFLICT (id) DO NOTHING), so two owners can never both create an
+  -- action.
   id            text        PRIMARY KEY,
   tenant        text        NOT NULL,
   operation     text        NOT NULL,

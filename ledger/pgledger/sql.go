@@ -6,7 +6,8 @@ import "strings"
 // Every time comes from now(), the database's clock: in a statement of its
 // own, now() is that statement's start, so one decision sees one instant.
 //
-// Parameters shared by the reservation statements:
+// The parameters of the takeover (takeoverSQL); the creation's
+// (createSQL) are a subset, numbered on their own:
 //
 //	$1 id  $2 tenant  $3 operation  $4 key  $5 fingerprint  $6 owner
 //	$7 lease ms  $8 retention ms  $9 limited  $10 reconciler
@@ -85,9 +86,8 @@ const attemptJSON = `jsonb_build_object('n', %s, 'at', (extract(epoch FROM now()
 // attempt, keeping the action's identity, creation time and history (and
 // its fingerprint, unless r failed and $19: then the request's, see
 // ledger.Resolve). It is one multiple-column assignment from a sub-select
-// over decision, each column's value in the order of the list.
-// (In an UPDATE or ON CONFLICT's SET, r.col is the value before the
-// update.)
+// over decision, each column's value in the order of the list. (In an
+// UPDATE's SET, r.col is the value before the update.)
 var takeover = takeoverSet()
 
 func takeoverSet() string {
@@ -136,24 +136,34 @@ func takeoverSet() string {
   FROM ` + decision + `)`
 }
 
-// reserveSQL reserves with one statement on the primary key: it creates
-// the record, or, on the conflict, takes the existing one over when the
-// decision owns it; otherwise it writes nothing and returns no row.
-var reserveSQL = `INSERT INTO {{table}} AS r (id, tenant, operation, action_key, fingerprint, state, owner,
+// createSQL creates the record of an action that has none: one INSERT on
+// the primary key that writes nothing when a row for the action exists
+// (live, expired or being inserted by another transaction, whose end it
+// waits for), and returns the new record otherwise. It carries none of the
+// takeover's expressions: the server compiles every expression of a
+// statement at each execution's start, written to run or not, and the
+// takeover's would double the cost of the common case, an action's first
+// reservation. Its parameters:
+//
+//	$1 id  $2 tenant  $3 operation  $4 key  $5 fingerprint  $6 owner
+//	$7 lease ms  $8 retention ms  $9 first token  $10 nonce
+//	$11 marks sending  $12 instance  $13 settle ms  $14 sending
+var createSQL = `INSERT INTO {{table}} AS r (id, tenant, operation, action_key, fingerprint, state, owner,
   token, lease_until, created_at, expires_at, attempts, attempt_count, granted, granted_from, nonce, promised,
   instance, settle_ms, sending, settle_until)
-VALUES ($1, $2, $3, $4, $5, 'in-progress', $6, $12, now() + $7::bigint * interval '1 millisecond', now(),
+VALUES ($1, $2, $3, $4, $5, 'in-progress', $6, $9, now() + $7::bigint * interval '1 millisecond', now(),
   greatest(now() + $8::bigint * interval '1 millisecond', now() + 2 * $7::bigint * interval '1 millisecond'),
-  jsonb_build_array(` + sprintf(attemptJSON, `1`, `'created'`, `$6::text`, `$12::bigint`) + `), 1, 'created', 'absent',
-  $15, $16, $17, $18, $20::boolean, CASE WHEN $20::boolean THEN now() + $18::bigint * interval '1 millisecond' END)
-ON CONFLICT (id) DO UPDATE SET` + takeover + `
-WHERE ` + owns + `
+  jsonb_build_array(` + sprintf(attemptJSON, `1`, `'created'`, `$6::text`, `$9::bigint`) + `), 1, 'created', 'absent',
+  $10, $11, $12, $13, $14::boolean, CASE WHEN $14::boolean THEN now() + $13::bigint * interval '1 millisecond' END)
+ON CONFLICT (id) DO NOTHING
 RETURNING ` + prefixed("r.", columns)
 
-// reserveLimitedSQL is reserveSQL for a rate-limited destination, which
-// must never create a record: only a takeover (for a reconciler) may
-// write.
-var reserveLimitedSQL = `UPDATE {{table}} AS r SET` + takeover + `
+// takeoverSQL grants an existing record with the reservation's parameters
+// (above) when the decision owns it, and otherwise writes nothing and
+// returns no row. It never creates a record: a rate-limited destination
+// must not (only a takeover, for a reconciler, may write), and elsewhere
+// createSQL has run first.
+var takeoverSQL = `UPDATE {{table}} AS r SET` + takeover + `
 WHERE r.id = $1 AND ` + owns + `
 RETURNING ` + prefixed("r.", columns)
 

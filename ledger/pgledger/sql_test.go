@@ -11,7 +11,7 @@ import (
 // once per decision (the WHERE's and the SET's), never pasted into each
 // column the grant sets.
 func TestReservationDecidesOnce(t *testing.T) {
-	for name, q := range map[string]string{"reserveSQL": reserveSQL, "reserveLimitedSQL": reserveLimitedSQL} {
+	for name, q := range map[string]string{"takeoverSQL": takeoverSQL} {
 		if n := strings.Count(q, decision); n != 2 {
 			t.Errorf("%s holds the decision %d times; want 2 (the WHERE and the SET)", name, n)
 		}
@@ -29,7 +29,7 @@ func TestReservationDecidesOnce(t *testing.T) {
 // while the history is below its limit, and slices it by jsonpath only in
 // the branch for a full history.
 func TestHistorySlicedOnlyWhenFull(t *testing.T) {
-	for name, q := range map[string]string{"reserveSQL": reserveSQL, "attemptSQL": attemptSQL,
+	for name, q := range map[string]string{"takeoverSQL": takeoverSQL, "attemptSQL": attemptSQL,
 		"completeSQL": completeSQL, "failSQL": failSQL} {
 		slices, inElse := strings.Count(q, "jsonb_path_query_array("), strings.Count(q, "ELSE jsonb_path_query_array(")
 		if slices == 0 || slices != inElse {

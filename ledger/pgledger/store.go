@@ -24,10 +24,11 @@ type DB interface {
 }
 
 // Store is the ledger.Store on PostgreSQL: one row per action in one
-// table, keyed by the action's identity (ledger.Key.ID). Reserve is one
-// INSERT ... ON CONFLICT statement on that key, so the decision and the
-// grant are atomic; fenced writes are one UPDATE each, conditioned on the
-// token. Leases and expiry are judged by the database's clock (now()), so
+// table, keyed by the action's identity (ledger.Key.ID). Reserve creates a
+// new action's record with one INSERT ... ON CONFLICT DO NOTHING on that
+// key, so two owners can never both create it, and takes an existing one
+// over with one UPDATE whose decision and grant are atomic; fenced writes
+// are one UPDATE each, conditioned on the token. Leases and expiry are judged by the database's clock (now()), so
 // every client shares one clock. A committed write is as durable as the
 // database makes it: with PostgreSQL's defaults (fsync, synchronous_commit
 // on) it survives a crash of the server.
@@ -79,7 +80,7 @@ func New(db DB, cfg Config) (*Store, error) {
 		s.slots = newSlots(n, cfg.maxAtomicPerTenant(n))
 	}
 	for name, q := range map[string]string{
-		"reserve": reserveSQL, "reserveLimited": reserveLimitedSQL, "read": readSQL, "get": getSQL,
+		"create": createSQL, "takeover": takeoverSQL, "read": readSQL, "get": getSQL,
 		"renew": renewSQL, "attempt": attemptSQL, "complete": completeSQL, "fail": failSQL,
 		"sweep": sweepSQL, "purge": purgeSQL, "markAtomic": markAtomicSQL, "markSending": markSendingSQL,
 		"markEffect": markEffectSQL, "settleCompleted": settleCompletedSQL, "settleFailed": settleFailedSQL,
@@ -100,9 +101,11 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 // reservation is tried again.
 const maxReserveRounds = 4
 
-// Reserve implements ledger.Store. The grant is one statement; a decision
-// that owns nothing (pending, replayed, conflict, uncertain, delayed) is
-// made on the record read right after it.
+// Reserve implements ledger.Store. The grant is one statement: an INSERT
+// that creates the record of a new action, or, for a record that exists,
+// an UPDATE that takes it over when the decision owns it. A decision that
+// owns nothing (pending, replayed, conflict, uncertain, delayed) is made on
+// the record read right after.
 func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.Reservation, error) {
 	if err := ctx.Err(); err != nil {
 		return ledger.Reservation{}, err
@@ -120,22 +123,31 @@ func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	q := s.queries["reserve"]
-	if req.Limited {
-		q = s.queries["reserveLimited"]
-	}
 	// A Reserve sent again after its reply was lost carries the same
 	// nonce and gets its own grant back.
 	if req.Nonce == "" {
 		req.Nonce = ledger.NewNonce()
 	}
 	id := req.Key.ID()
+	fp := s.cfg.FingerprintKeys.Seal(req.Fingerprint)
 	for range maxReserveRounds {
-		rec, m, err := scanRecord(s.cfg.EncryptionKeys, s.on(id).QueryRow(ctx, q, id, req.Key.Tenant, req.Key.Operation, req.Key.Key,
-			s.cfg.FingerprintKeys.Seal(req.Fingerprint), req.Owner, lease.Milliseconds(), retention.Milliseconds(),
-			req.Limited, req.Reconciler, req.KeysHonoured, ledger.NewToken(), s.cfg.HistoryCap(),
-			s.cfg.FingerprintKeys.Candidates(req.Fingerprint), req.Nonce, req.MarksSending, req.Instance,
-			settle.Milliseconds(), req.ReplacesFailed, req.Sending))
+		var rec ledger.Record
+		var m meta
+		err := pgx.ErrNoRows
+		if !req.Limited {
+			// The common case, an action's first reservation, costs the
+			// creation alone; a record that exists is taken over next.
+			rec, m, err = scanRecord(s.cfg.EncryptionKeys, s.on(id).QueryRow(ctx, s.queries["create"], id, req.Key.Tenant,
+				req.Key.Operation, req.Key.Key, fp, req.Owner, lease.Milliseconds(), retention.Milliseconds(), ledger.NewToken(),
+				req.Nonce, req.MarksSending, req.Instance, settle.Milliseconds(), req.Sending))
+		}
+		if errors.Is(err, pgx.ErrNoRows) {
+			rec, m, err = scanRecord(s.cfg.EncryptionKeys, s.on(id).QueryRow(ctx, s.queries["takeover"], id, req.Key.Tenant,
+				req.Key.Operation, req.Key.Key, fp, req.Owner, lease.Milliseconds(), retention.Milliseconds(),
+				req.Limited, req.Reconciler, req.KeysHonoured, ledger.NewToken(), s.cfg.HistoryCap(),
+				s.cfg.FingerprintKeys.Candidates(req.Fingerprint), req.Nonce, req.MarksSending, req.Instance,
+				settle.Milliseconds(), req.ReplacesFailed, req.Sending))
+		}
 		switch {
 		case err == nil:
 			return s.granted(req, rec, m)
@@ -148,8 +160,8 @@ func (s *Store) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.
 		if err != nil || !res.Verdict.Owns() || res.Token != 0 {
 			return res, err
 		}
-		// The record changed between the two statements so that the
-		// caller would now own it: reserve again.
+		// The record changed between the statements so that the caller
+		// would now own it: reserve again.
 	}
 	return ledger.Reservation{}, fmt.Errorf("ledger: postgres reserve: the record changed under %d rounds", maxReserveRounds)
 }

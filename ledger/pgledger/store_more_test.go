@@ -120,8 +120,50 @@ func TestCallsAreBounded(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("Complete returned after %s", d)
 	}
+	if err := tx.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// A reservation reads the record without locking it when it decides
+	// to write nothing (below), so the table itself is held here.
+	tx, err = pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), "LOCK TABLE retrybudget_ledger IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: keyA, Fingerprint: "f"}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Reserve under a held lock: %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// TestPendingNotHeldByRowLock pins that a second reservation of an action
+// whose lease is live answers pending at once, though another transaction
+// holds the row locked (an atomic handler's, say): it writes nothing, so it
+// takes no lock and waits for none.
+func TestPendingNotHeldByRowLock(t *testing.T) {
+	pool := pgtest.Pool(t)
+	s := newStore(t, pool, pgledger.Config{Timeout: 5 * time.Second})
+	if _, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: keyA, Fingerprint: "f", Lease: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), "SELECT 1 FROM retrybudget_ledger WHERE id = $1 FOR UPDATE", keyA.ID()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	res, err := s.Reserve(ctx, ledger.ReserveRequest{Key: keyA, Fingerprint: "f", Owner: "second"})
+	if err != nil {
+		t.Fatalf("Reserve beside a held row lock: %v; want pending at once", err)
+	}
+	if res.Verdict != ledger.VerdictPending {
+		t.Fatalf("Reserve beside a held row lock: %v; want pending", res.Verdict)
 	}
 }
 
