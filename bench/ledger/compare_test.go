@@ -298,15 +298,23 @@ func enableStatements(t *testing.T, srv *pgtest.Server) *pgx.Conn {
 	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := conn.Exec(ctx, "ALTER SYSTEM SET pg_stat_statements.track_planning = on"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		t.Fatal(err)
+	}
 	return conn
 }
 
 // logStatements logs, for the statements on table that ran at least 100
-// times, how often they ran, the server's mean µs executing one
-// (pg_stat_statements) and their length: where the PostgreSQL column's
-// store µs go, statement by statement.
+// times, how often they ran, the server's mean µs executing one, how often
+// the server planned them and its mean µs per plan (pg_stat_statements;
+// a statement whose plans stay few runs on a generic plan, so planning is
+// not in its cost) and their length: where the PostgreSQL column's store
+// µs go, statement by statement.
 func logStatements(t *testing.T, stats *pgx.Conn, table string) {
-	rows, err := stats.Query(context.Background(), `SELECT calls, mean_exec_time * 1000, length(query),
+	rows, err := stats.Query(context.Background(), `SELECT calls, mean_exec_time * 1000, plans, mean_plan_time * 1000, length(query),
 		left(regexp_replace(query, '\s+', ' ', 'g'), 70)
 		FROM pg_stat_statements WHERE query LIKE '%' || $1 || '%' AND calls >= 100
 		ORDER BY total_exec_time DESC`, table)
@@ -317,14 +325,15 @@ func logStatements(t *testing.T, stats *pgx.Conn, table string) {
 	defer rows.Close()
 	for rows.Next() {
 		var calls int64
-		var mean float64
+		var mean, planMean float64
+		var plans int64
 		var length int
 		var query string
-		if err := rows.Scan(&calls, &mean, &length, &query); err != nil {
+		if err := rows.Scan(&calls, &mean, &plans, &planMean, &length, &query); err != nil {
 			t.Errorf("reading pg_stat_statements: %v", err)
 			return
 		}
-		t.Logf("%s: %9d runs, %6.1f µs each, %5d characters: %s", table, calls, mean, length, query)
+		t.Logf("%s: %9d runs, %6.1f µs each, %d plans, %6.1f µs each, %5d characters: %s", table, calls, mean, plans, planMean, length, query)
 	}
 	if err := rows.Err(); err != nil {
 		t.Errorf("reading pg_stat_statements: %v", err)
