@@ -28,10 +28,11 @@ type DB interface {
 // new action's record with one INSERT ... ON CONFLICT DO NOTHING on that
 // key, so two owners can never both create it, and takes an existing one
 // over with one UPDATE whose decision and grant are atomic; fenced writes
-// are one UPDATE each, conditioned on the token. Leases and expiry are judged by the database's clock (now()), so
-// every client shares one clock. A committed write is as durable as the
-// database makes it: with PostgreSQL's defaults (fsync, synchronous_commit
-// on) it survives a crash of the server.
+// are one UPDATE each, conditioned on the token. Leases and expiry are
+// judged by the database's clock (now()), so every client shares one
+// clock. A committed write is as durable as the database makes it: with
+// PostgreSQL's defaults (fsync, synchronous_commit on) it survives a crash
+// of the server.
 //
 // Apply the schema with Migrate before first use. Expired records are
 // treated as absent at once but stay in the table until Purge deletes
