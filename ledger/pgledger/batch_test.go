@@ -285,10 +285,11 @@ func TestBatchCallerDeadlineEndsWaitOnLockedTable(t *testing.T) {
 
 // lockRow holds the row of k locked in a transaction of its own, as an
 // atomic transaction of another process (or one whose commit's answer was
-// lost, which the server keeps open) does, until the test ends.
-func lockRow(t *testing.T, r *pgBatchRig, k ledger.Key) {
+// lost, which the server keeps open) does, until the test ends or the
+// returned transaction is rolled back.
+func lockRow(t *testing.T, pool *pgxpool.Pool, k ledger.Key) pgx.Tx {
 	t.Helper()
-	tx, err := r.pool.Begin(t.Context())
+	tx, err := pool.Begin(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,6 +297,7 @@ func lockRow(t *testing.T, r *pgBatchRig, k ledger.Key) {
 	if _, err := tx.Exec(t.Context(), "SELECT 1 FROM "+pgledger.DefaultTable+" WHERE id = $1 FOR UPDATE", k.ID()); err != nil {
 		t.Fatal(err)
 	}
+	return tx
 }
 
 func TestBatchRowLockedElsewhereHoldsOnlyItsOwnCall(t *testing.T) {
@@ -306,7 +308,7 @@ func TestBatchRowLockedElsewhereHoldsOnlyItsOwnCall(t *testing.T) {
 	const n = 4
 	const bound = 2 * time.Second
 	r := newPGBatchRig(t, pgtest.URL(t), "", n)
-	lockRow(t, r, r.keys[0])
+	lockRow(t, r.pool, r.keys[0])
 	key := func(i int) int { return (i + 1) % n } // the lone call is on key 1; key 0 goes last, in the batch
 	errs, _ := r.together(t, func(i int) error {
 		ctx, cancel := context.WithTimeout(t.Context(), bound)
@@ -333,7 +335,7 @@ func TestLoneStatementOnALockedRowHoldsNoOtherCall(t *testing.T) {
 	// batches, so the statements that queued behind it go on.
 	const n = 4
 	r := newPGBatchRig(t, pgtest.URL(t), "", n)
-	lockRow(t, r, r.keys[0])
+	lockRow(t, r.pool, r.keys[0])
 	lone := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)

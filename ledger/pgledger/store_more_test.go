@@ -104,14 +104,7 @@ func TestCallsAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx, err := pool.Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(t.Context(), "SELECT 1 FROM retrybudget_ledger WHERE id = $1 FOR UPDATE", keyA.ID()); err != nil {
-		t.Fatal(err)
-	}
+	tx := lockRow(t, pool, keyA)
 	start := time.Now()
 	err = s.Complete(t.Context(), keyA, res.Token, ledger.Outcome{Status: 200})
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -124,7 +117,8 @@ func TestCallsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A reservation reads the record without locking it when it decides
-	// to write nothing (below), so the table itself is held here.
+	// to write nothing (TestPendingNotHeldByRowLock), so the table itself
+	// is held here.
 	tx, err = pool.Begin(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -148,14 +142,7 @@ func TestPendingNotHeldByRowLock(t *testing.T) {
 	if _, err := s.Reserve(t.Context(), ledger.ReserveRequest{Key: keyA, Fingerprint: "f", Lease: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := pool.Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(t.Context(), "SELECT 1 FROM retrybudget_ledger WHERE id = $1 FOR UPDATE", keyA.ID()); err != nil {
-		t.Fatal(err)
-	}
+	lockRow(t, pool, keyA)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	res, err := s.Reserve(ctx, ledger.ReserveRequest{Key: keyA, Fingerprint: "f", Owner: "second"})
