@@ -184,7 +184,11 @@ func resolve(ctx context.Context, s ledger.Store, k ledger.Key, res ledger.Resol
 // one another operator is resolving at the same time, is left alone and
 // reported as an error wrapping ledger.ErrNotOwner: the fencing token lets
 // exactly one resolver win; when an operator settled it, the error names
-// who, when and as what (ledger.Record.Settlement).
+// who, when and as what (ledger.Record.Settlement). One exception to
+// "left alone": an action another resolver settles as failed between
+// Resolve's read and its takeover is taken over as a retry and released
+// as failed again (its settlement kept, its reason rewritten); the error
+// still names that settlement.
 //
 // res.Settlement, when set, is written with the resolution
 // (ledger.Settle), its time by the store's clock.
@@ -192,6 +196,11 @@ func Resolve(ctx context.Context, s ledger.Store, k ledger.Key, res ledger.Resol
 	rec, err := s.Get(ctx, k)
 	if err != nil {
 		return ledger.Reconciled{Key: k}, err
+	}
+	if settled(rec) {
+		// A reconciler's Reserve takes a failed action over as a retry,
+		// as any caller's would: refuse here, before it does.
+		return ledger.Reconciled{Key: k, State: rec.State}, notStuck(rec, "")
 	}
 	done := ledger.Reconcile(ctx, s, func(context.Context, ledger.Record) (ledger.Resolution, error) {
 		return res, nil
@@ -204,13 +213,42 @@ func Resolve(ctx context.Context, s ledger.Store, k ledger.Key, res ledger.Resol
 		return r, r.Err
 	}
 	if !r.Verdict.Owns() {
-		if now, err := s.Get(ctx, k); err == nil && now.Settlement != nil && (now.State == ledger.StateCompleted || now.State == ledger.StateFailed) {
-			return r, fmt.Errorf("%w: %s", ledger.ErrNotOwner, SettledBy(*now.Settlement))
+		now, err := s.Get(ctx, k)
+		if err != nil {
+			now = ledger.Record{State: r.State}
 		}
-		return r, fmt.Errorf("%w: the action is %s (verdict %s): only an uncertain action or one whose lease ran out can be resolved",
-			ledger.ErrNotOwner, r.State, r.Verdict)
+		return r, notStuck(now, r.Verdict.String())
+	}
+	if r.Verdict != ledger.VerdictReconcile {
+		// Released as never sent. Another resolver may have settled the
+		// action as failed between the read above and the takeover, which
+		// then found it settled, not stuck: that resolution stands.
+		if now, err := s.Get(ctx, k); err == nil && now.Settlement != nil &&
+			(rec.Settlement == nil || !now.Settlement.At.Equal(rec.Settlement.At)) {
+			return r, notStuck(now, "")
+		}
 	}
 	return r, nil
+}
+
+// settled reports whether rec's action is completed or failed.
+func settled(rec ledger.Record) bool {
+	return rec.State == ledger.StateCompleted || rec.State == ledger.StateFailed
+}
+
+// notStuck is the error for an action Resolve must leave alone: who settled
+// it, when it was an operator, else its state and the verdict (if any) that
+// found it so.
+func notStuck(rec ledger.Record, verdict string) error {
+	if rec.Settlement != nil && settled(rec) {
+		return fmt.Errorf("%w: %s", ledger.ErrNotOwner, SettledBy(*rec.Settlement))
+	}
+	if verdict != "" {
+		return fmt.Errorf("%w: the action is %s (verdict %s): only an uncertain action or one whose lease ran out can be resolved",
+			ledger.ErrNotOwner, rec.State, verdict)
+	}
+	return fmt.Errorf("%w: the action is %s: only an uncertain action or one whose lease ran out can be resolved",
+		ledger.ErrNotOwner, rec.State)
 }
 
 // SettledBy describes an operator's settlement in words, for a conflict:

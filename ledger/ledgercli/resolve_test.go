@@ -1,0 +1,124 @@
+package ledgercli_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/ledger/ledgercli"
+)
+
+// uncertain leaves k uncertain on s, as a worker whose send timed out
+// does, and returns the record.
+func uncertain(t *testing.T, s ledger.Store, k ledger.Key) ledger.Record {
+	t.Helper()
+	ctx := context.Background()
+	res, err := s.Reserve(ctx, ledger.ReserveRequest{Key: k, Fingerprint: "f", Owner: "worker-1", MarksSending: true, Sending: true})
+	if err != nil || !res.Verdict.Owns() {
+		t.Fatalf("Reserve: %v %v", res.Verdict, err)
+	}
+	if err := s.Fail(ctx, k, res.Token, ledger.Failure{EffectPossible: true, Reason: "timeout after the send"}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Get(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// notApplied is an operator's resolution: the provider did not apply it.
+func notApplied(by string) ledger.Resolution {
+	return ledger.Resolution{State: ledger.StateFailed, Reason: "not in the provider's log",
+		Settlement: &ledger.Settlement{By: by, Reason: "not in the provider's log"}}
+}
+
+// applied is an operator's resolution: the provider applied it.
+func applied(by string) ledger.Resolution {
+	return ledger.Resolution{State: ledger.StateCompleted, Outcome: ledger.Outcome{Status: 200},
+		Settlement: &ledger.Settlement{By: by, Reason: "in the provider's log"}}
+}
+
+// TestResolveLeavesAFailedActionAlone pins that an action another operator
+// already settled as not applied is left as it is, and the error names that
+// settlement: a reconciler's Reserve would take a failed action over as a
+// retry, so Resolve must refuse before it reserves.
+func TestResolveLeavesAFailedActionAlone(t *testing.T) {
+	ctx := context.Background()
+	clock := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
+	s := ledger.NewMemory(ledger.MemoryConfig{Now: func() time.Time { return clock }})
+	k := ledger.Key{Tenant: "acme", Operation: "sms.send", Key: "m-1"}
+	uncertain(t, s, k)
+	clock = clock.Add(time.Hour)
+	if _, err := ledgercli.Resolve(ctx, s, k, notApplied("alice"), "console:alice"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Get(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ledgercli.Resolve(ctx, s, k, applied("bob"), "console:bob")
+	if !errors.Is(err, ledger.ErrNotOwner) || !strings.Contains(err.Error(), "already settled as not applied by alice") {
+		t.Fatalf("second Resolve: %v; want ErrNotOwner naming alice's settlement", err)
+	}
+	after, err := s.Get(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A takeover would have added an attempt and rewritten the reason.
+	if after.State != ledger.StateFailed || len(after.Attempts) != len(before.Attempts) || after.Reason != before.Reason ||
+		after.Settlement == nil || after.Settlement.By != "alice" {
+		t.Errorf("record after the second Resolve: %s, %d attempts (were %d), reason %q (was %q), settlement %+v; want alice's, untouched",
+			after.State, len(after.Attempts), len(before.Attempts), after.Reason, before.Reason, after.Settlement)
+	}
+}
+
+// settleFirst is a Store on which another operator settles the action as
+// not applied right before the first Reserve: the schedule in which two
+// operators both read the action stuck and one settles it between the
+// other's read and its takeover.
+type settleFirst struct {
+	ledger.Store
+	t    *testing.T
+	done bool
+}
+
+func (s *settleFirst) Reserve(ctx context.Context, req ledger.ReserveRequest) (ledger.Reservation, error) {
+	if !s.done {
+		s.done = true
+		if _, err := ledgercli.Resolve(ctx, s.Store, req.Key, notApplied("alice"), "console:alice"); err != nil {
+			s.t.Fatalf("the other operator's Resolve: %v", err)
+		}
+	}
+	return s.Store.Reserve(ctx, req)
+}
+
+// TestResolveAfterAnotherSettledNamesIt pins the schedule in which the
+// action is settled between Resolve's read and its takeover: the second
+// operator is told who settled it, not that its own resolution stands.
+func TestResolveAfterAnotherSettledNamesIt(t *testing.T) {
+	ctx := context.Background()
+	clock := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
+	mem := ledger.NewMemory(ledger.MemoryConfig{Now: func() time.Time { return clock }})
+	k := ledger.Key{Tenant: "acme", Operation: "sms.send", Key: "m-1"}
+	uncertain(t, mem, k)
+	clock = clock.Add(time.Hour)
+	s := &settleFirst{Store: mem, t: t}
+	_, err := ledgercli.Resolve(ctx, s, k, applied("bob"), "console:bob")
+	if !s.done {
+		t.Fatal("the other operator never settled")
+	}
+	if !errors.Is(err, ledger.ErrNotOwner) || !strings.Contains(err.Error(), "already settled as not applied by alice") {
+		t.Fatalf("Resolve: %v; want ErrNotOwner naming alice's settlement", err)
+	}
+	rec, err := mem.Get(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.State != ledger.StateFailed || rec.Settlement == nil || rec.Settlement.By != "alice" {
+		t.Errorf("record: %s, settlement %+v; want failed, alice's", rec.State, rec.Settlement)
+	}
+}
