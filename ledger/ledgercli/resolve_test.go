@@ -11,11 +11,15 @@ import (
 	"github.com/retrybudget/retrybudget/ledger/ledgercli"
 )
 
-// uncertain leaves k uncertain on s, as a worker whose send timed out
-// does, and returns the record.
-func uncertain(t *testing.T, s ledger.Store, k ledger.Key) ledger.Record {
+// stuck returns a Memory store holding one action uncertain, as a worker
+// whose send timed out leaves it, with the store's clock an hour later (past
+// the settle time), and the action's key.
+func stuck(t *testing.T) (*ledger.Memory, ledger.Key) {
 	t.Helper()
 	ctx := context.Background()
+	clock := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
+	s := ledger.NewMemory(ledger.MemoryConfig{Now: func() time.Time { return clock }})
+	k := ledger.Key{Tenant: "acme", Operation: "sms.send", Key: "m-1"}
 	res, err := s.Reserve(ctx, ledger.ReserveRequest{Key: k, Fingerprint: "f", Owner: "worker-1", MarksSending: true, Sending: true})
 	if err != nil || !res.Verdict.Owns() {
 		t.Fatalf("Reserve: %v %v", res.Verdict, err)
@@ -23,11 +27,8 @@ func uncertain(t *testing.T, s ledger.Store, k ledger.Key) ledger.Record {
 	if err := s.Fail(ctx, k, res.Token, ledger.Failure{EffectPossible: true, Reason: "timeout after the send"}); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := s.Get(ctx, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rec
+	clock = clock.Add(time.Hour)
+	return s, k
 }
 
 // notApplied is an operator's resolution: the provider did not apply it.
@@ -48,11 +49,7 @@ func applied(by string) ledger.Resolution {
 // retry, so Resolve must refuse before it reserves.
 func TestResolveLeavesAFailedActionAlone(t *testing.T) {
 	ctx := context.Background()
-	clock := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
-	s := ledger.NewMemory(ledger.MemoryConfig{Now: func() time.Time { return clock }})
-	k := ledger.Key{Tenant: "acme", Operation: "sms.send", Key: "m-1"}
-	uncertain(t, s, k)
-	clock = clock.Add(time.Hour)
+	s, k := stuck(t)
 	if _, err := ledgercli.Resolve(ctx, s, k, notApplied("alice"), "console:alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +98,7 @@ func (s *settleFirst) Reserve(ctx context.Context, req ledger.ReserveRequest) (l
 // operator is told who settled it, not that its own resolution stands.
 func TestResolveAfterAnotherSettledNamesIt(t *testing.T) {
 	ctx := context.Background()
-	clock := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
-	mem := ledger.NewMemory(ledger.MemoryConfig{Now: func() time.Time { return clock }})
-	k := ledger.Key{Tenant: "acme", Operation: "sms.send", Key: "m-1"}
-	uncertain(t, mem, k)
-	clock = clock.Add(time.Hour)
+	mem, k := stuck(t)
 	s := &settleFirst{Store: mem, t: t}
 	_, err := ledgercli.Resolve(ctx, s, k, applied("bob"), "console:bob")
 	if !s.done {
