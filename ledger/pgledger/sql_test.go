@@ -7,20 +7,22 @@ import (
 
 // TestReservationDecidesOnce pins the shape that keeps the reservation
 // cheap for the server, which compiles every expression of a statement at
-// each execution's start: the verdict and the effective state are written
-// once per decision (the WHERE's and the SET's), never pasted into each
-// column the grant sets.
+// each execution's start: the takeover writes the verdict and the
+// effective state once per decision (the WHERE's and the SET's), never
+// pasted into each column the grant sets, and the creation, an action's
+// first reservation, carries no decision at all.
 func TestReservationDecidesOnce(t *testing.T) {
-	for name, q := range map[string]string{"takeoverSQL": takeoverSQL} {
-		if n := strings.Count(q, decision); n != 2 {
-			t.Errorf("%s holds the decision %d times; want 2 (the WHERE and the SET)", name, n)
-		}
-		if n := strings.Count(q, "THEN 'reconcile'"); n != 2 {
-			t.Errorf("%s holds the verdict %d times; want 2", name, n)
-		}
-		if n := strings.Count(q, effState); n != 2 {
-			t.Errorf("%s holds the effective state %d times; want 2", name, n)
-		}
+	if n := strings.Count(takeoverSQL, decision); n != 2 {
+		t.Errorf("takeoverSQL holds the decision %d times; want 2 (the WHERE and the SET)", n)
+	}
+	if n := strings.Count(takeoverSQL, "THEN 'reconcile'"); n != 2 {
+		t.Errorf("takeoverSQL holds the verdict %d times; want 2", n)
+	}
+	if n := strings.Count(takeoverSQL, effState); n != 2 {
+		t.Errorf("takeoverSQL holds the effective state %d times; want 2", n)
+	}
+	if strings.Contains(createSQL, decision) || !strings.Contains(createSQL, "ON CONFLICT (id) DO NOTHING") {
+		t.Errorf("createSQL carries the decision or takes a row over; want a plain creation:\n%s", createSQL)
 	}
 }
 
