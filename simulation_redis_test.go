@@ -37,7 +37,7 @@ func redisWorld() *faultsim.World {
 		})
 	}
 	w.Limiter = func(t *testing.T, r *faultsim.Run) limiter.Limiter { return redisLimiter(t, r, shared.Addr) }
-	w.Batches = &faultsim.Batching{Cut: true, On: func(s *faultsim.Schedule) bool { return !s.WaitReplicas }}
+	w.Batches = &faultsim.Batching{Cut: true, Resend: true, On: func(s *faultsim.Schedule) bool { return !s.WaitReplicas }}
 	w.Open = func(t *testing.T, r *faultsim.Run) (ledger.Store, func(*faultsim.Run, bool)) {
 		cfg := ledger.RedisConfig{Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}},
 			Prefix: redistest.Prefix(t)}
@@ -95,8 +95,10 @@ func (b *scriptBatches) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // strikes is a go-redis hook that shows each pipeline of two or more
 // script runs (a batch of the ledger's concurrent calls) to the simulator,
 // and strikes it as told: the whole pipeline runs and every reply is lost,
-// or only its first half reaches the server before the connection breaks;
-// either way every command of it fails as with a cut connection.
+// or only its first half reaches the server before the connection breaks
+// (either way every command of it fails as with a cut connection); or the
+// whole pipeline runs, its reply is lost, and it is sent again, as
+// go-redis's own retry sends a pipeline whose connection broke.
 type strikes struct{ r *faultsim.Run }
 
 // errBatchCut is what a struck pipeline's commands fail with: the
@@ -122,6 +124,18 @@ func (h strikes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 			return next(ctx, cmds)
 		case faultsim.StrikeCut:
 			sent = cmds[:len(cmds)/2]
+		case faultsim.StrikeResent:
+			err := next(ctx, cmds)
+			var wrote []faultsim.BatchCall
+			for i, cmd := range cmds {
+				if calls[i].Token != 0 && scriptWrote(cmd) {
+					wrote = append(wrote, calls[i])
+				}
+				cmd.SetErr(nil)
+			}
+			h.r.Landed(wrote)
+			h.r.Logf("store: a pipeline of %d script runs ran (%v), its reply was lost, and the client sends it again", len(cmds), err)
+			return next(ctx, cmds)
 		}
 		err := next(ctx, sent)
 		h.r.Logf("store: a pipeline of %d script runs was cut after %d ran (%v); every reply is lost", len(cmds), len(sent), err)
@@ -130,6 +144,17 @@ func (h strikes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 		}
 		return errBatchCut
 	}
+}
+
+// scriptWrote reports whether a fenced script's run wrote: it answered,
+// and not 0 (the scripts' "not the owner").
+func scriptWrote(cmd redis.Cmder) bool {
+	c, ok := cmd.(*redis.Cmd)
+	if !ok || c.Err() != nil {
+		return false
+	}
+	n, isInt := c.Val().(int64)
+	return !isInt || n != 0
 }
 
 // scriptCall reads the record and fencing token of one EVALSHA or EVAL

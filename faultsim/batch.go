@@ -31,6 +31,10 @@ type Batching struct {
 	// Cut reports whether the world cuts a batch part-way (StrikeCut);
 	// else it only loses a batch's reply (StrikeLost).
 	Cut bool
+	// Resend reports whether the world's store client sends a batch
+	// again when its reply is lost (StrikeResent), as go-redis does
+	// after a broken connection; pgx never does.
+	Resend bool
 }
 
 // SetUnbatched gives r a second store over the records of its store whose
@@ -63,14 +67,19 @@ const (
 	// on PostgreSQL nothing of it commits; on Redis the commands that
 	// arrived ran. Every call gets an error.
 	StrikeCut
+	// StrikeResent runs the whole batch, loses its reply, and sends the
+	// batch again, as the client's own retry does: every call gets the
+	// second run's answer. The world reports to Run.Landed the fenced
+	// writes whose first run wrote.
+	StrikeResent
 )
 
 // batchFault is the one batch fault a schedule may draw, and what it
 // strikes (Schedule.Batch).
 type batchFault struct {
-	Kind faultKind // faultBatchLost, faultBatchCut or faultBatchTakeover
-	// Nth, for a lost reply or a cut, is the batch of two or more store
-	// calls it strikes: the schedule's first, second or third.
+	Kind faultKind // faultBatchLost, faultBatchCut, faultBatchTakeover or faultBatchResent
+	// Nth, for a lost reply, a cut or a re-send, is the batch of two or
+	// more store calls it strikes: the schedule's first, second or third.
 	Nth int
 }
 
@@ -80,6 +89,8 @@ func (f batchFault) String() string {
 		return fmt.Sprintf("%s: batch %d of two or more store calls runs, and its reply is lost to every call in it", f.Kind, f.Nth)
 	case faultBatchCut:
 		return fmt.Sprintf("%s: batch %d of two or more store calls is cut part-way through sending", f.Kind, f.Nth)
+	case faultBatchResent:
+		return fmt.Sprintf("%s: batch %d of two or more store calls runs, its reply is lost, and the client sends it again", f.Kind, f.Nth)
 	}
 	return fmt.Sprintf("%s: a racing delivery under the same owner takes an action over while a worker's fenced write on it waits in, or rides, batch %d of two or more store calls that carries one",
 		f.Kind, f.Nth)
@@ -104,6 +115,9 @@ func drawBatches(seed int64, s *Schedule, w *World) {
 		kinds := []faultKind{faultBatchLost}
 		if w.Batches.Cut {
 			kinds = append(kinds, faultBatchCut)
+		}
+		if w.Batches.Resend {
+			kinds = append(kinds, faultBatchResent)
 		}
 		if s.StableOwners { // a racing delivery reclaims at once only from the same owner
 			kinds = append(kinds, faultBatchTakeover)
@@ -137,19 +151,22 @@ type batchState struct {
 	// landed: the takeover reserved while the write waited in its batch;
 	// counted: its refusal was counted as a hit.
 	landed, counted bool
+	// wrote, for a re-sent batch, holds its fenced writes whose first
+	// run wrote (Run.Landed).
+	wrote map[BatchCall]bool
 }
 
 // batchCounts counts, across a world's schedules, the batches and the
 // batch faults drawn and hit, for the summary that proves they fire.
 type batchCounts struct {
 	batches, calls, schedules atomic.Int64
-	drawn, hit                [3]atomic.Int64 // by faultKind - faultBatchLost
+	drawn, hit                [4]atomic.Int64 // by faultKind - faultBatchLost
 }
 
 // summary is the counts' line in Simulate's log.
 func (c *batchCounts) summary() string {
 	s := fmt.Sprintf("%d batches of two or more store calls carried %d calls in %d schedules", c.batches.Load(), c.calls.Load(), c.schedules.Load())
-	for i, k := range []faultKind{faultBatchLost, faultBatchCut, faultBatchTakeover} {
+	for i, k := range []faultKind{faultBatchLost, faultBatchCut, faultBatchTakeover, faultBatchResent} {
 		s += fmt.Sprintf("; %s hit %d of the %d schedules that drew it", k, c.hit[i].Load(), c.drawn[i].Load())
 	}
 	return s
@@ -200,7 +217,7 @@ func (r *Run) StrikeBatch(calls []BatchCall) Strike {
 		return StrikeNone
 	}
 	switch f.Kind {
-	case faultBatchLost, faultBatchCut:
+	case faultBatchLost, faultBatchCut, faultBatchResent:
 		if r.nbatches != f.Nth {
 			r.mu.Unlock()
 			return StrikeNone
@@ -209,10 +226,13 @@ func (r *Run) StrikeBatch(calls []BatchCall) Strike {
 		r.mu.Unlock()
 		c.hit[f.Kind-faultBatchLost].Add(1)
 		r.Logf("FAULT %s strikes a batch of %d store calls", f.Kind, len(calls))
-		if f.Kind == faultBatchLost {
+		switch f.Kind {
+		case faultBatchLost:
 			return StrikeLost
+		case faultBatchCut:
+			return StrikeCut
 		}
-		return StrikeCut
+		return StrikeResent
 	}
 	var aim grant
 	aimed := false
@@ -284,4 +304,43 @@ func (r *Run) fencedDone(k ledger.Key, token int64, err error) {
 		r.w.batchCounts.hit[faultBatchTakeover-faultBatchLost].Add(1)
 		r.Logf("batch takeover: the write on %s with token %d was refused in its batch: %v", k.Key, token, err)
 	}
+}
+
+// Landed is called by the world, for a batch it struck with StrikeResent,
+// with the fenced writes of the batch whose first run wrote, before it
+// sends the batch again.
+func (r *Run) Landed(calls []BatchCall) {
+	r.mu.Lock()
+	if r.batch.wrote == nil {
+		r.batch.wrote = map[BatchCall]bool{}
+	}
+	for _, c := range calls {
+		r.batch.wrote[c] = true
+	}
+	r.mu.Unlock()
+	r.Logf("store: %d fenced writes of the batch wrote in its first run", len(calls))
+}
+
+// resentDone checks the answer to a settling write (Complete, Fail) or an
+// AddAttempt that rode a batch the client sent again: when its first run
+// wrote and no grant followed it (the record's newest history entry is
+// still under its token), "not the owner" answers the owner's own write as
+// another's.
+func (r *Run) resentDone(op string, k ledger.Key, token int64, err error) {
+	if !errors.Is(err, ledger.ErrNotOwner) {
+		return
+	}
+	r.mu.Lock()
+	wrote := r.batch.wrote[BatchCall{ID: k.ID(), Token: token}]
+	r.mu.Unlock()
+	if !wrote {
+		return
+	}
+	rec, gerr := r.store.Get(context.Background(), k)
+	if gerr != nil || len(rec.Attempts) == 0 || rec.Attempts[len(rec.Attempts)-1].Token != token {
+		return
+	}
+	r.violate("a write that landed answered as another owner's",
+		"%s of %s with token %d wrote in the first run of a batch the client sent again, and was answered %v, though no grant followed it",
+		op, k.Key, token, err)
 }

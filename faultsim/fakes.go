@@ -293,6 +293,7 @@ func (s simStore) AddAttempt(ctx context.Context, k ledger.Key, token int64, cla
 		return st.AddAttempt(ctx, k, token, class)
 	})
 	s.p.r.fencedDone(k, token, err)
+	s.p.r.resentDone("AddAttempt", k, token, err)
 	return a, err
 }
 
@@ -303,6 +304,7 @@ func (s simStore) Complete(ctx context.Context, k ledger.Key, token int64, o led
 		return e
 	})
 	s.p.r.fencedDone(k, token, err)
+	s.p.r.resentDone("Complete", k, token, err)
 	return err
 }
 
@@ -313,6 +315,7 @@ func (s simStore) Fail(ctx context.Context, k ledger.Key, token int64, f ledger.
 		return e
 	})
 	s.p.r.fencedDone(k, token, err)
+	s.p.r.resentDone("Fail", k, token, err)
 	return err
 }
 

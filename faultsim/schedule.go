@@ -106,10 +106,11 @@ const (
 	faultBatchLost     // a batch of store calls runs, and its reply is lost to all of them
 	faultBatchCut      // a batch's connection is cut part-way through sending it
 	faultBatchTakeover // a takeover lands while an owner's fenced write waits in or rides a batch
+	faultBatchResent   // a batch runs, its reply is lost, and the client sends it again
 )
 
 var faultNames = [...]string{"die", "lost-reply", "stall", "race-worker", "race-sweep", "replica-lag", "commit-cut",
-	"batch-lost-reply", "batch-cut", "batch-takeover"}
+	"batch-lost-reply", "batch-cut", "batch-takeover", "batch-resent"}
 
 func (k faultKind) String() string { return faultNames[k] }
 

@@ -320,8 +320,9 @@ func (r *Redis) Renew(ctx context.Context, k Key, token int64, lease time.Durati
 
 // AddAttempt implements Store.
 func (r *Redis) AddAttempt(ctx context.Context, k Key, token int64, class string) (Attempt, error) {
+	nonce := NewNonce() // a run the client sends again finds its own entry
 	reply, err := roundTrip(r, ctx, func(ctx context.Context) (any, error) {
-		return r.attempt.Run(ctx, r.scripts, []string{r.keyName(k)}, token, class, r.cfg.HistoryCap()).Result()
+		return r.attempt.Run(ctx, r.scripts, []string{r.keyName(k)}, token, class, r.cfg.HistoryCap(), nonce).Result()
 	})
 	if err != nil {
 		return Attempt{}, fmt.Errorf("ledger: redis add attempt: %w", err)
@@ -349,7 +350,7 @@ func (r *Redis) Complete(ctx context.Context, k Key, token int64, o Outcome) err
 	if err != nil {
 		return err
 	}
-	args = append(args, o.AttemptClass, r.cfg.HistoryCap())
+	args = append(args, o.AttemptClass, r.cfg.HistoryCap(), NewNonce())
 	_, err = roundTrip(r, ctx, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, r.replicated(ctx, func(c redis.Scripter) (bool, error) {
 			err := r.fencedOn(ctx, c, r.complete, "complete", k, token, args...)
@@ -390,7 +391,7 @@ func (r *Redis) Fail(ctx context.Context, k Key, token int64, f Failure) error {
 			return err
 		}
 	}
-	return r.fenced(ctx, r.fail, "fail", k, token, st.String(), f.Reason, f.AttemptClass, r.cfg.HistoryCap())
+	return r.fenced(ctx, r.fail, "fail", k, token, st.String(), f.Reason, f.AttemptClass, r.cfg.HistoryCap(), NewNonce())
 }
 
 // MarkSending implements Store. With RedisConfig.WaitReplicas it waits for

@@ -23,7 +23,7 @@ func (r *Redis) Settle(ctx context.Context, k Key, token int64, res Resolution) 
 	if err != nil {
 		return err
 	}
-	args := []any{token, flag(s.Applied), s.By, s.Reason, s.Reference}
+	args := []any{token, flag(s.Applied), s.By, s.Reason, s.Reference, NewNonce()}
 	if s.Applied {
 		o, err := r.sealedOutcome(k, res.Outcome)
 		if err != nil {

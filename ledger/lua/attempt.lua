@@ -5,6 +5,7 @@
 -- ARGV[1] fencing token
 -- ARGV[2] class
 -- ARGV[3] attempts kept (Config.MaxAttempts)
+-- ARGV[4] this call's nonce (see fail.lua's wn)
 --
 -- Returns {n, now ms, owner}, or 0 when the token is not current.
 
@@ -19,12 +20,17 @@ local function trim(n)
   end
 end
 
-local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd')
+local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd', 'wn', 'na')
 if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
+if f[5] == ARGV[4] then
+  -- This very call ran already: its entry is the newest one.
+  local e = cjson.decode(redis.call('HGET', KEYS[1], 'a' .. f[6]))
+  return {tonumber(f[6]), e.at, f[3]}
+end
 
 local n = redis.call('HINCRBY', KEYS[1], 'na', 1)
 local a = cjson.encode({at = int(now), class = ARGV[2], owner = f[3], token = f[2]})
 -- No sd: a grant written before settle times were kept (see mark.lua).
-redis.call('HSET', KEYS[1], 'a' .. int(n), a, 'su', int(now + tonumber(f[4] or '30000')))
+redis.call('HSET', KEYS[1], 'a' .. int(n), a, 'su', int(now + tonumber(f[4] or '30000')), 'wn', ARGV[4])
 trim(n)
 return {n, int(now), f[3]}

@@ -14,14 +14,16 @@
 -- ARGV[9] class of the send this outcome answers (Outcome.AttemptClass),
 --         recorded as attempt.lua would; "" records none
 -- ARGV[10] attempts kept (Config.MaxAttempts)
+-- ARGV[11] this call's nonce (see fail.lua's wn)
 --
 -- Returns 1, or 0 when the token is not current. The expiry is left
 -- alone: retention counts from creation.
 
-local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd')
+local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd', 'wn')
+if f[1] == 'completed' and f[2] == ARGV[1] and f[5] == ARGV[11] then return 1 end
 if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
 -- w is every field the outcome writes, in one HSET.
-local w = {'st', 'completed', 'lu', '0',
+local w = {'st', 'completed', 'lu', '0', 'wn', ARGV[11],
   'os', ARGV[2], 'oh', ARGV[3], 'ob', ARGV[4], 'obh', ARGV[5],
   'obl', ARGV[6], 'oo', ARGV[7], 'oe', ARGV[8]}
 -- The send this settles, recorded as attempt.lua records one: a history

@@ -8,10 +8,17 @@
 -- ARGV[4] class of the owner's last send (Failure.AttemptClass), recorded
 --         as attempt.lua would; "" records none
 -- ARGV[5] attempts kept (Config.MaxAttempts)
+-- ARGV[6] this call's nonce, kept as wn. The client re-sends a script
+--         whose reply it lost (go-redis retries a command, or a whole
+--         pipeline, after a broken connection), and the first run may
+--         have written: a run that finds its own nonce on the record,
+--         under its token, answers as the first run did and writes
+--         nothing. complete.lua, settle.lua and attempt.lua do the same.
 --
 -- Returns 1, or 0 when the token is not current.
 
-local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd')
+local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd', 'wn')
+if f[1] == ARGV[2] and f[2] == ARGV[1] and f[5] == ARGV[6] then return 1 end
 if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
 -- The send this settles, recorded as attempt.lua records one: a history
 -- entry and the settle time started again (no sd: see mark.lua).
@@ -27,5 +34,5 @@ if ARGV[4] ~= '' then
   end
 end
 
-redis.call('HSET', KEYS[1], 'st', ARGV[2], 'lu', '0', 'rs', ARGV[3])
+redis.call('HSET', KEYS[1], 'st', ARGV[2], 'lu', '0', 'rs', ARGV[3], 'wn', ARGV[6])
 return 1
