@@ -264,11 +264,14 @@ func (b *batcher) run(ctx context.Context, calls []*stmtCall) {
 	if err == nil {
 		return
 	}
-	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) {
-		// The server answered and rolled the whole batch back: nothing
-		// of it was written. Each call runs again alone, for its own
-		// result, on its caller's goroutine: one of them may wait for a
-		// lock (lockWait) and must not hold the others.
+	pgErr, unsent := (*pgconn.PgError)(nil), pgx.ErrPreprocessingBatch{}
+	if errors.As(err, &pgErr) || errors.As(err, &unsent) {
+		// The server answered and rolled the whole batch back, or pgx
+		// could not build it (an argument it cannot encode) and sent
+		// none of it: nothing of it was written. Each call runs again
+		// alone, for its own result, on its caller's goroutine: one of
+		// them may wait for a lock (lockWait) and must not hold the
+		// others.
 		for _, c := range calls {
 			*c = stmtCall{sql: c.sql, args: c.args, query: c.query, err: errAlone}
 		}

@@ -200,6 +200,40 @@ func TestBatchFencedOutCallFailsAlone(t *testing.T) {
 	}
 }
 
+func TestBatchUnencodableCallFailsAlone(t *testing.T) {
+	// pgx cannot encode one call's argument (a status outside int4), so
+	// the batch fails before any of it is sent: that call fails with its
+	// own error, and every other call is written, as beside a call the
+	// server refuses.
+	const n, bad = 5, 2
+	r := newPGBatchRig(t, pgtest.URL(t), "", n)
+	errs, _ := r.together(t, func(i int) error {
+		status := 201
+		if i == bad {
+			status = 1 << 40
+		}
+		return r.s.Complete(t.Context(), r.keys[i], r.tokens[i], ledger.Outcome{Status: status})
+	})
+	for i, err := range errs {
+		switch {
+		case i == bad && (err == nil || errors.Is(err, ledger.ErrNotOwner)):
+			t.Errorf("Complete with a status pgx cannot encode: %v; want its encoding error", err)
+		case i != bad && err != nil:
+			t.Errorf("Complete %d beside one pgx cannot encode: %v; want nil", i, err)
+		}
+	}
+	for i, k := range r.keys {
+		rec, err := r.s.Get(t.Context(), k)
+		want := ledger.StateCompleted
+		if i == bad {
+			want = ledger.StateInProgress
+		}
+		if err != nil || rec.State != want {
+			t.Errorf("%s: %v, %s; want %s", k.Key, err, rec.State, want)
+		}
+	}
+}
+
 func TestBatchLostCommitReachesEveryCall(t *testing.T) {
 	// The batch runs and commits, and its answer is lost: every call of
 	// it gets the error a lone statement's lost answer gives, and every

@@ -134,8 +134,11 @@ func TestCallsAreBounded(t *testing.T) {
 
 // TestPendingNotHeldByRowLock pins that a second reservation of an action
 // whose lease is live answers pending at once, though another transaction
-// holds the row locked (an atomic handler's, say): it writes nothing, so it
-// takes no lock and waits for none.
+// holds the row locked (SELECT … FOR UPDATE, an operator's session, say):
+// it writes nothing, so it takes no lock and waits for none. (A write of
+// the row not yet committed, such as an atomic owner's Complete before its
+// commit, is still waited for: the creation must know whether the row
+// stays.)
 func TestPendingNotHeldByRowLock(t *testing.T) {
 	pool := pgtest.Pool(t)
 	s := newStore(t, pool, pgledger.Config{Timeout: 5 * time.Second})
