@@ -69,7 +69,11 @@
 //     run again (unless Config.RerunUncertain).
 //   - a panic, including http.ErrAbortHandler: recorded the same way as a
 //     5xx, then re-raised, so net/http aborts the response as it always
-//     does.
+//     does; but uncertain, as after MarkEffect, when the client was
+//     already sent any other status (the handler flushed, or its body
+//     outgrew Config.MaxResponseBody), since the handler then answered
+//     as one that acted. (In Atomic mode the transaction is rolled back,
+//     so only a marked effect makes it uncertain.)
 //   - any other status, 4xx included: completed, and replayed to every later
 //     request with the key. A 4xx is the action's answer: a validation
 //     error stays one.

@@ -244,6 +244,43 @@ func TestReplayMatrix(t *testing.T) {
 			runs:  2,
 		},
 		{
+			name: "success flushed to the client, then panic: uncertain, never run again",
+			handler: func(run int, w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusCreated)
+				w.Write([]byte(`{"charged":true`))
+				http.NewResponseController(w).Flush()
+				panic(http.ErrAbortHandler)
+			},
+			steps: []step{{req: request{}, want: want{panicked: true}},
+				{req: request{}, want: want{status: 409, problem: idempotency.TypeUncertain, header: map[string]string{"Retry-After": ""}}}},
+			runs: 1,
+		},
+		{
+			name: "success streamed past MaxResponseBody, then panic: uncertain, never run again",
+			cfg:  idempotency.Config{MaxResponseBody: 16},
+			handler: func(run int, w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusCreated)
+				w.Write([]byte(strings.Repeat("x", 32)))
+				panic(http.ErrAbortHandler)
+			},
+			steps: []step{{req: request{}, want: want{panicked: true}},
+				{req: request{}, want: want{status: 409, problem: idempotency.TypeUncertain, header: map[string]string{"Retry-After": ""}}}},
+			runs: 1,
+		},
+		{
+			name: "5xx flushed to the client, then panic: failed, the key runs again",
+			handler: func(run int, w http.ResponseWriter, r *http.Request) {
+				if run == 1 {
+					w.WriteHeader(http.StatusServiceUnavailable)
+					http.NewResponseController(w).Flush()
+					panic(http.ErrAbortHandler)
+				}
+				created(run, w, r)
+			},
+			steps: []step{{req: request{}, want: want{panicked: true}}, {req: request{}, want: rerun2}},
+			runs:  2,
+		},
+		{
 			name:    "effect marked, then 5xx: uncertain, never run again",
 			handler: failThenCreate(http.StatusInternalServerError, true),
 			steps: []step{

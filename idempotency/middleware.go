@@ -235,12 +235,18 @@ func (g *guard) run(w http.ResponseWriter, r *http.Request, k ledger.Key, token 
 		g.stopKeeper(sctx, k, keeper)
 		wctx, cancel := context.WithTimeout(sctx, reserveTimeout)
 		defer cancel()
+		effect := in.effect.Load()
 		if atx != nil {
 			// The transaction's effects go with it; one the handler
 			// marked happened outside it and remains.
 			g.rollback(wctx, k, atx)
+		} else if c.streaming && !failed(c.status) {
+			// The client was already told the action's answer (a
+			// flush, or a body past MaxResponseBody): the handler may
+			// have had its effect, so the key must not run again.
+			effect = true
 		}
-		g.fail(wctx, k, token, in.effect.Load(), "handler panicked")
+		g.fail(wctx, k, token, effect, "handler panicked")
 		if p != nil {
 			panic(p)
 		}
