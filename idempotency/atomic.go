@@ -51,6 +51,14 @@ func (g *guard) beginAtomic(w http.ResponseWriter, r *http.Request, k ledger.Key
 // MarkEffect) happened outside the transaction and was not rolled back
 // with it: the action is then recorded uncertain instead, as without
 // Atomic, and is not run again.
+//
+// A 4xx answered over a transaction one of the handler's statements had
+// aborted (a unique violation it caught, answered 409) is the action's
+// answer all the same: nothing of the transaction could commit, and a
+// refusal needs none of it, so the answer is recorded outside the
+// transaction and delivered. A 2xx or 3xx over an aborted transaction
+// claims writes that were rolled back: the action is failed, as when the
+// commit fails.
 func (g *guard) settleAtomic(ctx context.Context, k ledger.Key, token int64, atx ledger.AtomicTx, o ledger.Outcome, effect bool) bool {
 	if failed(o.Status) {
 		g.rollback(ctx, k, atx)
@@ -59,6 +67,13 @@ func (g *guard) settleAtomic(ctx context.Context, k ledger.Key, token int64, atx
 	}
 	err := atx.Complete(ctx, o)
 	if err == nil {
+		return true
+	}
+	if errors.Is(err, ledger.ErrTxAborted) && o.Status >= 400 {
+		if err := g.s.Store.Complete(ctx, k, token, o); err != nil {
+			g.log(ctx, "complete", k, err)
+			return false
+		}
 		return true
 	}
 	g.log(ctx, "complete", k, err)

@@ -147,7 +147,12 @@
 // then rolls the effect back with the record, and the action simply runs
 // again; a commit whose answer was lost is answered 503, and the retry
 // finds the stored response. Keep atomic responses under MaxResponseBody:
-// a streamed response leaves before the commit.
+// a streamed response leaves before the commit. A handler whose statement
+// failed in the transaction (a unique violation, say) has aborted it:
+// nothing of it commits. If it then answers a 4xx, that refusal is the
+// action's answer and is stored outside the transaction (ErrTxAborted); a
+// 2xx or 3xx claims writes that were rolled back, so it is answered 503
+// and the action runs again.
 //
 // An effect an Atomic handler does outside the transaction (a charge at a
 // provider) is not rolled back with it. The handler calls MarkEffect

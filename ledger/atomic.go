@@ -11,6 +11,15 @@ import (
 // applied. Either way both happened or neither did; the record says which.
 var ErrCommitUnknown = errors.New("ledger: commit outcome unknown")
 
+// ErrTxAborted reports that an AtomicTx could not complete because one of
+// the owner's own statements had already failed in it, which aborts the
+// whole transaction (a unique violation the handler caught, say): nothing
+// of it can commit, so Complete rolled it back and wrote nothing, and the
+// record is still the owner's, in progress. The owner may still record
+// an answer that needs none of the transaction's writes, with
+// Store.Complete outside it.
+var ErrTxAborted = errors.New("ledger: the owner's transaction was aborted by its own failed statement")
+
 // Atomic is a Store that can complete an action in the same transaction
 // as the owner's own writes, so that "effect applied, record lost" cannot
 // happen: the PostgreSQL store (ledger/pgledger) implements it.
@@ -40,7 +49,9 @@ type AtomicTx interface {
 	// Complete stores o as the action's outcome, fenced by the token,
 	// inside the transaction, and commits. On ErrNotOwner, or any error
 	// before the commit, it rolls back and nothing is applied. An error
-	// wrapping ErrCommitUnknown means the commit's answer was lost.
+	// wrapping ErrTxAborted means an owner's statement had failed in the
+	// transaction before it; one wrapping ErrCommitUnknown means the
+	// commit's answer was lost.
 	Complete(ctx context.Context, o Outcome) error
 	// Rollback abandons the transaction and every write in it.
 	Rollback(ctx context.Context) error

@@ -117,6 +117,12 @@ func (a *atomicTx) Complete(ctx context.Context, o ledger.Outcome) error {
 		a.rollback()
 		return err
 	}
+	if a.tx.Conn().PgConn().TxStatus() == 'E' {
+		// A statement of the owner failed: the server refuses every
+		// later one until the rollback.
+		a.rollback()
+		return fmt.Errorf("ledger: postgres complete: %w", ledger.ErrTxAborted)
+	}
 	ctx, cancel := a.s.bound(ctx)
 	defer cancel()
 	tag, err := a.tx.Exec(ctx, a.s.queries["complete"], append([]any{a.k.ID(), a.token}, args...)...)
@@ -130,8 +136,8 @@ func (a *atomicTx) Complete(ctx context.Context, o ledger.Outcome) error {
 	}
 	if err := a.tx.Commit(ctx); err != nil {
 		if errors.Is(err, pgx.ErrTxCommitRollback) {
-			// The server answered: it rolled back (the handler's
-			// statement failed and left the transaction aborted).
+			// The server answered: it rolled back (a deferred
+			// constraint failed at the commit).
 			return fmt.Errorf("ledger: postgres commit: %w", err)
 		}
 		return fmt.Errorf("ledger: postgres commit: %w: %w", ledger.ErrCommitUnknown, err)

@@ -1,6 +1,7 @@
 package pgledger_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -8,9 +9,11 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/retrybudget/retrybudget/idempotency"
 	"github.com/retrybudget/retrybudget/ledger/ledgertest"
@@ -217,6 +220,71 @@ func TestAtomicHandlerFailureRollsBack(t *testing.T) {
 	}
 	if n := db.effects(t); n != 1 {
 		t.Fatalf("%d effects, want 1", n)
+	}
+}
+
+// TestAtomicRefusalOverAbortedTransaction pins what an Atomic handler's
+// answer over a transaction one of its statements aborted becomes: a 4xx
+// (a unique violation it caught, answered 409) is the action's answer,
+// stored and replayed, though nothing of the transaction could commit; a
+// 2xx claims writes that were rolled back, so the action is failed and
+// runs again.
+func TestAtomicRefusalOverAbortedTransaction(t *testing.T) {
+	db := newEffectsDB(t)
+	if _, err := db.pool.Exec(t.Context(), "CREATE UNIQUE INDEX ON effects (k)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.pool.Exec(t.Context(), "INSERT INTO effects (k) VALUES ('taken')"); err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]int{}
+	var mu sync.Mutex
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		runs[r.URL.Path]++
+		mu.Unlock()
+		tx, _ := pgledger.Tx(r.Context())
+		_, err := tx.Exec(r.Context(), "INSERT INTO effects (k) VALUES ('taken')")
+		if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "23505" && r.URL.Path == "/refuse" {
+			http.Error(w, "already registered", http.StatusConflict)
+			return
+		}
+		w.WriteHeader(http.StatusCreated) // a bug: the insert failed
+	})
+	srv := httptest.NewServer(idempotency.New(idempotency.Config{
+		Store:  unmigrated(t, db.pool, pgledger.Config{Timeout: 2 * time.Second}),
+		Atomic: true, Lease: atomicLease, Owner: "server",
+		Tenant: func(*http.Request) string { return "tenant" },
+	})(handler))
+	defer srv.Close()
+	send := func(path string) (int, bool) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+path, strings.NewReader(`{}`))
+		req.Header.Set("Idempotency-Key", "k-"+path)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get(idempotency.HeaderReplayed) == "true"
+	}
+	for i, want := range []struct {
+		status   int
+		replayed bool
+	}{{http.StatusConflict, false}, {http.StatusConflict, true}} {
+		if status, replayed := send("/refuse"); status != want.status || replayed != want.replayed {
+			t.Errorf("refusal, request %d: %d, replayed %v; want %d, replayed %v", i+1, status, replayed, want.status, want.replayed)
+		}
+	}
+	for i := range 2 {
+		if status, _ := send("/claim"); status != http.StatusServiceUnavailable {
+			t.Errorf("2xx over an aborted transaction, request %d: %d; want 503", i+1, status)
+		}
+	}
+	if runs["/refuse"] != 1 || runs["/claim"] != 2 {
+		t.Errorf("runs %v; want the refusal once, the false claim on every request", runs)
+	}
+	if n := db.effects(t); n != 1 {
+		t.Errorf("%d rows; want only the one there before", n)
 	}
 }
 
