@@ -18,11 +18,24 @@ type txKey struct{}
 // Tx returns the transaction an atomic owner does its effects in: the one
 // the idempotency middleware (with Config.Atomic) or BeginAtomic's
 // AtomicTx.Context put in ctx. Every write through it commits together
-// with the action's completed record, or not at all.
+// with the action's completed record, or not at all. Its Commit is
+// refused with ErrTxOwned (the action's Complete commits it), so that a
+// helper which commits what it is given cannot commit the effects without
+// the record; Begin opens a savepoint, which commits into it as usual.
 func Tx(ctx context.Context) (pgx.Tx, bool) {
 	tx, ok := ctx.Value(txKey{}).(pgx.Tx)
 	return tx, ok
 }
+
+// ErrTxOwned is the error of Commit on the transaction Tx returns: only
+// the action's AtomicTx.Complete commits it, with the record.
+var ErrTxOwned = errors.New("pgledger: the action's transaction is committed with its record, by AtomicTx.Complete; commit a savepoint (Begin) instead")
+
+// ownedTx is the transaction as Tx hands it out: Commit is refused.
+type ownedTx struct{ pgx.Tx }
+
+// Commit refuses: see ErrTxOwned. The transaction stays open.
+func (ownedTx) Commit(context.Context) error { return ErrTxOwned }
 
 // BeginAtomic implements ledger.Atomic: it marks the owned action atomic
 // (so that, should its owner die, the expired lease means no effect and
@@ -99,7 +112,7 @@ func (a *atomicTx) Context(ctx context.Context) context.Context {
 	a.mu.Lock()
 	a.cancels = append(a.cancels, cancel)
 	a.mu.Unlock()
-	return context.WithValue(ctx, txKey{}, a.tx)
+	return context.WithValue(ctx, txKey{}, pgx.Tx(ownedTx{a.tx}))
 }
 
 // Complete writes the outcome fenced by the token, then commits. The

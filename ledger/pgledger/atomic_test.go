@@ -288,6 +288,36 @@ func TestAtomicRefusalOverAbortedTransaction(t *testing.T) {
 	}
 }
 
+// TestAtomicOwnerCannotCommit pins that the transaction an Atomic handler
+// gets refuses its Commit: a helper that commits what it is given (and
+// ignores the error) leaves the effect to commit with the record, once.
+func TestAtomicOwnerCannotCommit(t *testing.T) {
+	db := newEffectsDB(t)
+	var commitErrs []error
+	var mu sync.Mutex
+	srv := httptest.NewServer(atomicServer(t, db.pool, func(r *http.Request) {
+		tx, _ := pgledger.Tx(r.Context())
+		err := tx.Commit(r.Context())
+		mu.Lock()
+		commitErrs = append(commitErrs, err)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	first, err := post(t, srv.URL, "k1")
+	if err != nil || first.status != http.StatusCreated {
+		t.Fatalf("first: %+v, %v", first, err)
+	}
+	if again, err := post(t, srv.URL, "k1"); err != nil || again.status != http.StatusCreated || !again.replayed || again.body != first.body {
+		t.Fatalf("retry: %+v, %v; want the first answer replayed", again, err)
+	}
+	if n := db.effects(t); n != 1 {
+		t.Fatalf("%d effects, want 1", n)
+	}
+	if len(commitErrs) != 1 || !errors.Is(commitErrs[0], pgledger.ErrTxOwned) {
+		t.Fatalf("the handler's Commit returned %v; want one ErrTxOwned", commitErrs)
+	}
+}
+
 // TestAtomicNeedsAtomicStore pins the wiring check.
 func TestAtomicNeedsAtomicStore(t *testing.T) {
 	defer func() {
