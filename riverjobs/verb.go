@@ -112,7 +112,7 @@ func Decide(cfg Config, err error, o retrybudget.Outcome, ok bool, snoozes int, 
 			d.Verb = VerbHold
 		case step == retrybudget.StepStop:
 			d.Verb = VerbCancel
-		case notNow(o.Reason) && snoozes < cfg.MaxSnoozes &&
+		case notNow(o) && snoozes < cfg.MaxSnoozes &&
 			(o.RetryAt.After(now) || (gated(o.Reason) && !o.RetryAt.IsZero())):
 			from := o.RetryAt
 			if from.Before(now) {
@@ -135,16 +135,22 @@ func holds(o retrybudget.Outcome) bool {
 	return step == retrybudget.StepHold
 }
 
-// notNow reports whether reason means "not now, come back at RetryAt" with
-// a time named by someone who knows: the provider's Retry-After beyond
+// notNow reports whether o's reason means "not now, come back at RetryAt"
+// with a time named by someone who knows: the provider's Retry-After beyond
 // MaxWait, the rate limiter's wait (or a boundary's cooldown), the lease of
 // another live owner of the action, or the provider's time when the retry
 // budget refused to wait for it. Nothing failed that an attempt should
-// count.
-func notNow(reason error) bool {
-	for _, r := range [...]error{retrybudget.ErrWaitTooLong, retrybudget.ErrRateLimited,
-		retrybudget.ErrPending, retrybudget.ErrBudgetExhausted} {
-		if errors.Is(reason, r) {
+// count. A call that ended with ErrWaitTooLong after more than one send
+// is not one: the provider failed it again and again until the Transport's
+// own backoff would have passed MaxWait, and River's retry counts that
+// (snoozing it would send a burst every few seconds, MaxSnoozes times,
+// with no backoff that grows).
+func notNow(o retrybudget.Outcome) bool {
+	if errors.Is(o.Reason, retrybudget.ErrWaitTooLong) {
+		return o.Attempts <= 1
+	}
+	for _, r := range [...]error{retrybudget.ErrRateLimited, retrybudget.ErrPending, retrybudget.ErrBudgetExhausted} {
+		if errors.Is(o.Reason, r) {
 			return true
 		}
 	}

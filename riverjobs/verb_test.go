@@ -36,6 +36,8 @@ func TestDecide(t *testing.T) {
 		{name: "own error after a successful call", err: errors.New("db down"), o: retrybudget.Outcome{Attempts: 1}, ok: true, verb: riverjobs.VerbRetry},
 		{name: "Retry-After past MaxWait", err: asErr(gaveUp(retrybudget.ErrWaitTooLong, retrybudget.ClassCapacity, later)), verb: riverjobs.VerbSnooze, until: later},
 		{name: "Retry-After past MaxWait, recorded", err: errors.New("status 429"), o: gaveUp(retrybudget.ErrWaitTooLong, retrybudget.ClassCapacity, later), ok: true, verb: riverjobs.VerbSnooze, until: later},
+		{name: "backoff after repeated 503s past MaxWait", err: asErr(retrybudget.Outcome{Reason: retrybudget.ErrWaitTooLong,
+			Class: retrybudget.ClassCapacity, RetryAt: later, Attempts: 3}), verb: riverjobs.VerbRetry, until: later},
 		{name: "rate limiter", err: asErr(gaveUp(retrybudget.ErrRateLimited, retrybudget.ClassCapacity, later)), verb: riverjobs.VerbSnooze, until: later},
 		{name: "held by another owner", err: asErr(gaveUp(retrybudget.ErrPending, retrybudget.ClassCapacity, later)), verb: riverjobs.VerbSnooze, until: later},
 		{name: "budget refused the provider's time", err: asErr(gaveUp(retrybudget.ErrBudgetExhausted, retrybudget.ClassCapacity, later)), verb: riverjobs.VerbSnooze, until: later},
