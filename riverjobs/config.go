@@ -6,6 +6,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/retrybudget/retrybudget"
+	"github.com/retrybudget/retrybudget/ledger"
 )
 
 // Defaults applied to the zero fields of a Config.
@@ -52,6 +53,16 @@ type Config struct {
 	// refused at one instant do not all come back at one instant. Zero
 	// means 250ms; a negative value adds none.
 	SnoozeSpread time.Duration
+	// Retention is how long the Transport's ledger keeps an action's
+	// record (ledger.Config.Retention, or the requests' own). A job whose
+	// first run is that far back, or within a tenth of it (at most a
+	// minute) of it, is held (ErrPastRetention) instead of run: the
+	// records of the actions its earlier runs made may be gone, and the
+	// ledger would then send them again as new. River's retries of a
+	// failing job can outlast a day (its default policy waits attempt⁴
+	// seconds). Zero means ledger.DefaultRetention (24h); a negative value
+	// never holds for it.
+	Retention time.Duration
 	// MaxDelay caps how far ahead one decision puts the job's next run: a
 	// snooze ends, and River's retry is floored, at most MaxDelay after the
 	// run ended, whatever RetryAt a provider named (a hostile or broken
@@ -71,6 +82,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxDelay <= 0 {
 		c.MaxDelay = DefaultMaxDelay
+	}
+	if c.Retention == 0 {
+		c.Retention = ledger.DefaultRetention
 	}
 	switch {
 	case c.SnoozeSpread == 0:

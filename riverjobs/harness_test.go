@@ -117,7 +117,9 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	h.store = o.transport.Ledger.Store
 	if o.mw.TenantField == "" && o.mw.KeyField == "" && o.mw.Action == nil {
+		retention := o.mw.Retention
 		o.mw = paymentConfig
+		o.mw.Retention = retention
 	}
 	h.mw = riverjobs.New(o.mw)
 	h.worker = &PaymentWorker{

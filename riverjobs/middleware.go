@@ -20,6 +20,12 @@ import (
 // it under the same key.
 var ErrHeld = errors.New("riverjobs: action held for reconciliation")
 
+// ErrPastRetention is why a job is held (with ErrHeld) when its first run
+// is older than the ledger's retention (Config.Retention): the records of
+// its actions may be gone, so running it again could apply them twice.
+// An operator who checked the provider inserts a new job, or settles it.
+var ErrPastRetention = errors.New("riverjobs: the job's first run is older than the ledger's retention")
+
 // Middleware is a River worker middleware that runs each job's provider
 // calls under one retrybudget.Action derived from the job (see ActionOf),
 // maps how the run ended to a River verb (see Decide) and writes a Report
@@ -49,9 +55,16 @@ func New(cfg Config) *Middleware {
 
 // Work implements rivertype.WorkerMiddleware.
 func (m *Middleware) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
+	start := time.Now()
 	prev, _, _ := reportIn(job.Metadata) // a bad old report only loses its totals
-	rep := Report{Runs: prev.Runs + 1, TotalAttempts: prev.TotalAttempts}
+	rep := Report{Runs: prev.Runs + 1, TotalAttempts: prev.TotalAttempts, FirstRun: firstRun(job, prev, start)}
 	a, err := ActionOf(m.cfg, job)
+	if err == nil && m.pastRetention(rep.FirstRun, start) {
+		err = fmt.Errorf("%w: %w: the first run was at %s", ErrHeld, ErrPastRetention, rep.FirstRun.UTC().Format(time.RFC3339))
+		rep.Verb, rep.Reason, rep.At = VerbHold.String(), err.Error(), start
+		m.write(ctx, rep)
+		return river.JobCancel(err)
+	}
 	if err != nil {
 		rep.Verb, rep.Reason, rep.At = VerbCancel.String(), err.Error(), time.Now()
 		m.write(ctx, rep)
@@ -96,6 +109,31 @@ func (m *Middleware) Work(ctx context.Context, job *rivertype.JobRow, doInner fu
 		}
 	}
 	return err
+}
+
+// firstRun returns when job's first run started, as its Report says;
+// for a job that ran before without reporting (its worker died, or a
+// version before FirstRun), its creation, which is earlier; for a job
+// running for the first time, start.
+func firstRun(job *rivertype.JobRow, prev Report, start time.Time) time.Time {
+	switch {
+	case !prev.FirstRun.IsZero():
+		return prev.FirstRun
+	case (prev.Runs > 0 || job.Attempt > 1 || snoozesIn(job.Metadata) > 0) && !job.CreatedAt.IsZero():
+		return job.CreatedAt
+	}
+	return start
+}
+
+// pastRetention reports whether the records of the actions a job's runs
+// made since first may be gone by now: Config.Retention from first, less
+// a margin for the clocks of the worker and the store.
+func (m *Middleware) pastRetention(first, now time.Time) bool {
+	r := m.cfg.Retention
+	if r < 0 {
+		return false
+	}
+	return !now.Before(first.Add(r - min(r/10, time.Minute)))
 }
 
 // write stores rep in the job's metadata; River merges it when the run

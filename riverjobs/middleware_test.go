@@ -58,6 +58,40 @@ func TestJobRunTwiceIsReplayedNotCharged(t *testing.T) {
 	}
 }
 
+// A job River retries after the ledger's retention, counted from its first
+// run, is held instead of run: the record of its charge may be gone, and
+// the ledger would send it again as new. (Retention and the lease are
+// shortened so that River's first retry, about a second later, comes
+// after it.)
+func TestRetryPastRetentionIsHeldNotResent(t *testing.T) {
+	const retention = 500 * time.Millisecond
+	store := ledger.NewMemory(ledger.MemoryConfig{Config: ledger.Config{Retention: retention}})
+	failed := false
+	h := newHarness(t, harnessOpts{
+		transport: retrybudget.Config{Ledger: retrybudget.LedgerConfig{Store: store, Lease: 100 * time.Millisecond}},
+		mw:        riverjobs.Config{Retention: retention},
+		after: func(job *river.Job[PaymentArgs]) error {
+			if !failed {
+				failed = true // one worker goroutine runs this job at a time
+				return errors.New("worker's database down after the charge")
+			}
+			return nil
+		},
+	})
+	job := h.insert(t, PaymentArgs{Tenant: "acme", Order: "o-late", Amount: 100}, nil)
+	ev := h.await(t, job.ID, eventWait, river.EventKindJobCancelled, river.EventKindJobCompleted)
+	if s := h.provider.Stats(); s.Arrivals != 1 {
+		t.Errorf("provider arrivals %d; want 1: the retry past the retention sent the charge again", s.Arrivals)
+	}
+	r := report(t, ev.Job)
+	if ev.Kind != river.EventKindJobCancelled || r.Verb != "held" || !strings.Contains(r.Reason, riverjobs.ErrPastRetention.Error()) {
+		t.Errorf("%s, report %+v; want held past the retention", ev.Kind, r)
+	}
+	if r.Runs != 2 || r.FirstRun.IsZero() || !r.At.After(r.FirstRun.Add(retention/2)) {
+		t.Errorf("report runs %d, first run %v, at %v; want the second run, past the retention", r.Runs, r.FirstRun, r.At)
+	}
+}
+
 // Two jobs for one order (inserted twice by the application) are one
 // Action: one charge, and the second job completes as a replay.
 func TestTwoJobsOneOrderChargeOnce(t *testing.T) {

@@ -47,6 +47,11 @@ type Report struct {
 	RetryAt *time.Time `json:"retry_at,omitempty"`
 	// At is when the run ended.
 	At time.Time `json:"at"`
+	// FirstRun is when the job's first run started, or, when that run
+	// reported nothing (its worker died), when the job was created: the
+	// records of the job's actions live at least Config.Retention from
+	// then.
+	FirstRun time.Time `json:"first_run"`
 }
 
 // ReportOf reads the Report the Middleware wrote into job's metadata. It
