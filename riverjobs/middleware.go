@@ -102,6 +102,11 @@ func (m *Middleware) Work(ctx context.Context, job *rivertype.JobRow, doInner fu
 	case VerbCancel:
 		return river.JobCancel(err)
 	case VerbHold:
+		if isRiverVerb(err) {
+			// The worker's own snooze or cancel gives way to the hold;
+			// wrapped, River could read it instead of the cancel.
+			err = d.Outcome.Err()
+		}
 		return river.JobCancel(fmt.Errorf("%w: %w", ErrHeld, err))
 	case VerbRetry:
 		if !d.Until.IsZero() {

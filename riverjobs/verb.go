@@ -98,7 +98,10 @@ func Decide(cfg Config, err error, o retrybudget.Outcome, ok bool, snoozes int, 
 	switch {
 	case err == nil:
 		d.Verb = VerbComplete
-	case isRiverVerb(err):
+	case isRiverVerb(err) && !(ok && holds(o)):
+		// The worker's own snooze or cancel stands, except over a call
+		// that holds: snoozed, it would meet the same held action at
+		// every run, for ever.
 		d.Verb = VerbWorker
 	case !ok || o.Reason == nil:
 		// The worker failed on its own (its database, a bug) after any

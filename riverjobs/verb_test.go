@@ -32,6 +32,8 @@ func TestDecide(t *testing.T) {
 		{name: "success after a give-up the worker accepted", o: gaveUp(retrybudget.ErrRejected, retrybudget.ClassBusiness, time.Time{}), ok: true, verb: riverjobs.VerbComplete},
 		{name: "the worker's own snooze", err: river.JobSnooze(time.Second), verb: riverjobs.VerbWorker},
 		{name: "the worker's own cancel", err: river.JobCancel(errors.New("no")), verb: riverjobs.VerbWorker},
+		{name: "the worker's own snooze after a held call", err: river.JobSnooze(time.Minute),
+			o: gaveUp(retrybudget.ErrUncertain, retrybudget.ClassMaybeSent, time.Time{}), ok: true, verb: riverjobs.VerbHold},
 		{name: "the worker's own error", err: errors.New("db down"), verb: riverjobs.VerbRetry},
 		{name: "own error after a successful call", err: errors.New("db down"), o: retrybudget.Outcome{Attempts: 1}, ok: true, verb: riverjobs.VerbRetry},
 		{name: "Retry-After past MaxWait", err: asErr(gaveUp(retrybudget.ErrWaitTooLong, retrybudget.ClassCapacity, later)), verb: riverjobs.VerbSnooze, until: later},
