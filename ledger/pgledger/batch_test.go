@@ -167,70 +167,55 @@ func TestBatchSharesRoundTrips(t *testing.T) {
 	}
 }
 
-func TestBatchFencedOutCallFailsAlone(t *testing.T) {
-	const n, stale = 6, 3
-	r := newPGBatchRig(t, pgtest.URL(t), "", n)
-	errs, _ := r.together(t, func(i int) error {
-		tok := r.tokens[i]
-		if i == stale {
-			tok++ // as after another owner's takeover
-		}
-		return r.s.Complete(t.Context(), r.keys[i], tok, ledger.Outcome{Status: 201})
-	})
-	for i, err := range errs {
-		switch {
-		case i == stale && !errors.Is(err, ledger.ErrNotOwner):
-			t.Errorf("stale Complete: %v; want ErrNotOwner", err)
-		case i != stale && err != nil:
-			t.Errorf("Complete %d beside a stale one: %v; want nil", i, err)
-		}
-	}
-	for i, k := range r.keys {
-		rec, err := r.s.Get(t.Context(), k)
-		want := ledger.StateCompleted
-		if i == stale {
-			want = ledger.StateInProgress
-		}
-		if err != nil || rec.State != want {
-			t.Errorf("%s: %v, %s; want %s", k.Key, err, rec.State, want)
-		}
-	}
-	if calls, _ := pgledger.SharedStatements(r.s); calls != n-1 {
-		t.Fatalf("%d statements shared a round trip; want %d", calls, n-1)
-	}
-}
-
-func TestBatchUnencodableCallFailsAlone(t *testing.T) {
-	// pgx cannot encode one call's argument (a status outside int4), so
-	// the batch fails before any of it is sent: that call fails with its
-	// own error, and every other call is written, as beside a call the
-	// server refuses.
-	const n, bad = 5, 2
-	r := newPGBatchRig(t, pgtest.URL(t), "", n)
-	errs, _ := r.together(t, func(i int) error {
-		status := 201
-		if i == bad {
-			status = 1 << 40
-		}
-		return r.s.Complete(t.Context(), r.keys[i], r.tokens[i], ledger.Outcome{Status: status})
-	})
-	for i, err := range errs {
-		switch {
-		case i == bad && (err == nil || errors.Is(err, ledger.ErrNotOwner)):
-			t.Errorf("Complete with a status pgx cannot encode: %v; want its encoding error", err)
-		case i != bad && err != nil:
-			t.Errorf("Complete %d beside one pgx cannot encode: %v; want nil", i, err)
-		}
-	}
-	for i, k := range r.keys {
-		rec, err := r.s.Get(t.Context(), k)
-		want := ledger.StateCompleted
-		if i == bad {
-			want = ledger.StateInProgress
-		}
-		if err != nil || rec.State != want {
-			t.Errorf("%s: %v, %s; want %s", k.Key, err, rec.State, want)
-		}
+// TestBatchCallFailsAlone pins that one call of a batch that fails, the
+// others written: a call fenced out (the server refuses it, and rolls the
+// batch back), and one whose argument pgx cannot encode (a status outside
+// int4: the batch fails before any of it is sent). That call gets its own
+// error; every other call of the batch is written.
+func TestBatchCallFailsAlone(t *testing.T) {
+	const n, odd = 6, 3
+	for _, tc := range []struct {
+		name    string
+		token   func(int64) int64
+		status  int
+		wantErr func(error) bool
+	}{
+		{"fenced out", func(tok int64) int64 { return tok + 1 }, 201, // as after another owner's takeover
+			func(err error) bool { return errors.Is(err, ledger.ErrNotOwner) }},
+		{"unencodable", func(tok int64) int64 { return tok }, 1 << 40,
+			func(err error) bool { return err != nil && !errors.Is(err, ledger.ErrNotOwner) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newPGBatchRig(t, pgtest.URL(t), "", n)
+			errs, _ := r.together(t, func(i int) error {
+				tok, status := r.tokens[i], 201
+				if i == odd {
+					tok, status = tc.token(tok), tc.status
+				}
+				return r.s.Complete(t.Context(), r.keys[i], tok, ledger.Outcome{Status: status})
+			})
+			for i, err := range errs {
+				switch {
+				case i == odd && !tc.wantErr(err):
+					t.Errorf("the %s Complete: %v", tc.name, err)
+				case i != odd && err != nil:
+					t.Errorf("Complete %d beside a %s one: %v; want nil", i, tc.name, err)
+				}
+			}
+			for i, k := range r.keys {
+				rec, err := r.s.Get(t.Context(), k)
+				want := ledger.StateCompleted
+				if i == odd {
+					want = ledger.StateInProgress
+				}
+				if err != nil || rec.State != want {
+					t.Errorf("%s: %v, %s; want %s", k.Key, err, rec.State, want)
+				}
+			}
+			if calls, _ := pgledger.SharedStatements(r.s); calls != n-1 {
+				t.Fatalf("%d statements shared a round trip; want %d", calls, n-1)
+			}
+		})
 	}
 }
 
