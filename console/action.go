@@ -88,7 +88,7 @@ func (h *handler) actionPage(w http.ResponseWriter, r *http.Request) {
 		"Reason": rec.Reason, "Attempts": rec.Attempts,
 		"ReadOnly": h.cfg.ReadOnly, "CSRF": h.csrfToken(op.session), "AskName": op.Name == "",
 		"SettleAfter": h.settleAfter(rec), "InSettleTime": now.Before(h.settleAfter(rec)),
-		"Held": rec.Stuck(now), "Settlement": rec.Settlement, "Settled": r.URL.Query().Get("settled"),
+		"Held": rec.Stuck(now), "Settlement": rec.Settlement, "Settled": settledNotice(r.URL.Query().Get("settled")),
 		"Sealed": h.seal(rec.Key),
 	}
 	if rec.Outcome != nil {
@@ -225,4 +225,14 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 	v := url.Values{"k": {h.seal(rec.Key)}, "settled": {got.State.String()}}
 	w.Header().Set("Location", base(r)+"action/"+h.ref(rec.Key)+"?"+v.Encode())
 	w.WriteHeader(http.StatusSeeOther)
+}
+
+// settledNotice is the state the page after settling names (?settled=),
+// or "" for anything but a state's name: the notice says what the console
+// did, never text a link chose.
+func settledNotice(q string) string {
+	if st, err := ledger.ParseState(q); err == nil && (st == ledger.StateCompleted || st == ledger.StateFailed || st == ledger.StateUncertain) {
+		return st.String()
+	}
+	return ""
 }

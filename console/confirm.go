@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -52,15 +53,38 @@ func (h *handler) askAgain(w http.ResponseWriter, r *http.Request, op signedIn, 
 // would keep the action uncertain until the settle time ends. An action
 // the takeover finds never sent is released as failed, as
 // ledgercli.Resolve does. It returns the state the record was left in.
+//
+// Like ledgercli.Resolve, it leaves an action already completed or failed
+// alone (a reconciler's Reserve would take a failed action over as a
+// retry): it reads the record again first, since rec may be a page old,
+// and an action another operator settles between that read and the
+// takeover is released as that settlement left it and reported as theirs.
 func (h *handler) settleConfirmed(ctx context.Context, rec ledger.Record, settled ledger.Resolution, owner string) (ledger.State, error) {
+	now, err := h.cfg.Store.Get(ctx, rec.Key)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return 0, fmt.Errorf("%w: the action expired", ledger.ErrNotOwner)
+	case err != nil:
+		return 0, err
+	case now.State == ledger.StateCompleted || now.State == ledger.StateFailed:
+		return now.State, fmt.Errorf("%w: the action is %s", ledger.ErrNotOwner, now.State)
+	}
 	res, err := h.cfg.Store.Reserve(ctx, ledger.ReserveRequest{
-		Key: rec.Key, Fingerprint: rec.Fingerprint, Owner: owner, Reconciler: true,
+		Key: now.Key, Fingerprint: now.Fingerprint, Owner: owner, Reconciler: true,
 	})
 	if err != nil {
 		return 0, err
 	}
 	if !res.Verdict.Owns() {
 		return res.Record.State, fmt.Errorf("%w: the action is %s (verdict %s)", ledger.ErrNotOwner, res.Record.State, res.Verdict)
+	}
+	if s := res.Record.Settlement; s != nil && (now.Settlement == nil || !s.At.Equal(now.Settlement.At)) {
+		// Settled (as not applied: a failed action) since the read:
+		// give it back as failed, its settlement kept.
+		if err := h.cfg.Store.Fail(ctx, rec.Key, res.Token, ledger.Failure{Reason: "released: already settled by " + s.By}); err != nil {
+			return 0, err
+		}
+		return ledger.StateFailed, fmt.Errorf("%w: already settled by %s", ledger.ErrNotOwner, s.By)
 	}
 	settled.State = ledger.StateFailed
 	if err := ledger.Settle(ctx, h.cfg.Store, rec.Key, res.Token, settled); err != nil {

@@ -188,7 +188,7 @@ func (h *handler) heldPage(w http.ResponseWriter, r *http.Request) {
 		"Groups": gs, "Actions": shown, "Page": page, "Pages": pages,
 		"Tenant": tenant, "Operation": operation, "MinAge": q.Get("min_age"),
 		"Scanned": len(s.records), "Capped": s.capped, "MaxScan": h.cfg.MaxScan,
-		"Corrupt": s.corrupt != nil, "Settled": q.Get("settled"), "SettledAs": q.Get("as"),
+		"Corrupt": s.corrupt != nil,
 	}
 	if page > 1 {
 		data["Prev"] = pageLink(page - 1)

@@ -104,13 +104,19 @@ func (h *handler) indexedPage(w http.ResponseWriter, r *http.Request, hl ledger.
 		}
 		return "?" + v.Encode()
 	}
+	total := p.Entries
+	if op.Tenants != nil || h.cfg.Tenants != nil {
+		// Entries counts every tenant's held actions: a scoped operator
+		// is told only of the tenants it sees.
+		total = uncertain
+	}
 	data := map[string]any{
 		"Base": base(r), "Refresh": int(h.cfg.Refresh.Seconds()),
-		"Uncertain": uncertain, "Stuck": stuck, "Total": p.Entries,
+		"Uncertain": uncertain, "Stuck": stuck, "Total": total,
 		"Groups": gs, "Actions": list, "Page": page, "Indexed": true,
 		"Tenant": tenant, "Operation": operation, "MinAge": q.Get("min_age"),
 		"Capped": p.Capped, "ScanCut": scanCut, "MaxScan": h.cfg.MaxScan,
-		"Corrupt": corrupt, "Settled": q.Get("settled"), "SettledAs": q.Get("as"),
+		"Corrupt": corrupt,
 	}
 	if after != "" {
 		data["Prev"] = link(url.Values{})
