@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrybudget/retrybudget/internal/redistest"
 	"github.com/retrybudget/retrybudget/internal/testenv"
 	"github.com/retrybudget/retrybudget/ledger"
 )
@@ -26,14 +25,7 @@ func TestHeldPageOfTenThousandOnRedis(t *testing.T) {
 		t.Skip("a figure: set RETRYBUDGET_FIGURES=1")
 	}
 	const held = 10_000
-	c := redistest.Client(t)
-	store, err := ledger.NewRedis(c, ledger.RedisConfig{
-		Prefix: redistest.Prefix(t),
-		Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := redisStore(t)
 	var (
 		wg    sync.WaitGroup
 		errMu sync.Mutex

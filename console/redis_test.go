@@ -3,6 +3,8 @@ package console
 import (
 	"context"
 	"net/http"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/retrybudget/retrybudget/internal/redistest"
@@ -10,14 +12,7 @@ import (
 )
 
 func TestConsoleOnRedisListsAndSettles(t *testing.T) {
-	c := redistest.Client(t)
-	store, err := ledger.NewRedis(c, ledger.RedisConfig{
-		Prefix: redistest.Prefix(t),
-		Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := redisStore(t)
 	f := newFixture(t, store, nil, Config{})
 	k := testKey("acme", secretKey)
 	hold(t, store, k)
@@ -28,5 +23,38 @@ func TestConsoleOnRedisListsAndSettles(t *testing.T) {
 	res, err := store.Reserve(context.Background(), ledger.ReserveRequest{Key: k, Fingerprint: secretFingerprint, Owner: "worker-2"})
 	if err != nil || res.Verdict != ledger.VerdictReplayed || res.Record.Outcome.Status != 201 {
 		t.Errorf("next Reserve: %v %v, want replayed with status 201", res.Verdict, err)
+	}
+}
+
+// redisStore returns a Redis ledger on the test's Redis, under a prefix of
+// the test's own.
+func redisStore(t *testing.T) *ledger.Redis {
+	t.Helper()
+	store, err := ledger.NewRedis(redistest.Client(t), ledger.RedisConfig{
+		Prefix: redistest.Prefix(t),
+		Config: ledger.Config{FingerprintKeys: ledger.FingerprintKeys{redistest.LedgerKey()}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+// TestScopedOperatorCountsOnlyItsTenants: on Redis the held index counts
+// every tenant's actions; an operator scoped to some tenants is told how
+// many of its own are held, not how many the others have.
+func TestScopedOperatorCountsOnlyItsTenants(t *testing.T) {
+	store := redisStore(t)
+	f := newFixture(t, store, nil, Config{Authenticate: func(*http.Request) (Operator, error) {
+		return Operator{Name: "acme-op", Tenants: []string{"acme", "acme-eu"}}, nil
+	}})
+	hold(t, store, testKey("acme", "a1"))
+	for i := range 7 {
+		hold(t, store, testKey("globex", "g"+strconv.Itoa(i)))
+	}
+	_, page := f.do("GET", "/", "", nil)
+	m := regexp.MustCompile(`\((\d+) in the held index\)`).FindStringSubmatch(page)
+	if m == nil || m[1] != "1" {
+		t.Errorf("scoped to acme, the page counts %v held actions, want 1", m)
 	}
 }
