@@ -293,6 +293,10 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		return Reservation{}, fmt.Errorf("%w: script verdict %q, Resolve %q", ErrCorrupt, verdict, res.Verdict)
 	}
 	res.Expired = in.State == StateExpired && res.Verdict == VerdictCreated
+	if res.Verdict == VerdictCreated && token != 0 && !in.Regrant {
+		res.Record = newRecord(req, fp.stored, token, now, lease, retention, settle)
+		return res, nil
+	}
 	if len(fields) == 0 || (in.State == StateExpired && token == 0) {
 		res.Record = Record{Key: req.Key}
 		return res, nil
@@ -307,6 +311,30 @@ func (r *Redis) Reserve(ctx context.Context, req ReserveRequest) (Reservation, e
 		res.RetryAfter = res.Record.SettleUntil.Sub(time.UnixMilli(now))
 	}
 	return res, nil
+}
+
+// newRecord is the record reserve.lua writes for a new action (every
+// field of its w, from ARGV and the server's now in ms), built here
+// rather than sent back: the script answers a new record with the head of
+// its reply alone.
+func newRecord(req ReserveRequest, fingerprint string, token, now int64, lease, retention, settle time.Duration) Record {
+	lu := now + lease.Milliseconds()
+	rec := Record{
+		Key:         req.Key,
+		Fingerprint: fingerprint,
+		State:       StateInProgress,
+		Owner:       req.Owner,
+		Instance:    req.Instance,
+		LeaseUntil:  time.UnixMilli(lu),
+		Sending:     req.Sending,
+		Attempts:    []Attempt{{N: 1, At: time.UnixMilli(now), Class: VerdictCreated.String(), Owner: req.Owner, Token: token}},
+		CreatedAt:   time.UnixMilli(now),
+		ExpiresAt:   time.UnixMilli(max(now+retention.Milliseconds(), lu+lease.Milliseconds())),
+	}
+	if req.Sending {
+		rec.SettleUntil = time.UnixMilli(now + settle.Milliseconds())
+	}
+	return rec
 }
 
 // Renew implements Store.

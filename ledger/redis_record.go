@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// A record's Redis hash has these fields, kept short because every
-// Reserve returns them all:
+// A record's Redis hash has these fields, kept short because a Reserve
+// of an existing record returns them all:
 //
 //	tn op k   tenant, operation, key: the raw identity (never in a key name)
 //	fp        fingerprint

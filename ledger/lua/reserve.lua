@@ -26,7 +26,9 @@
 --
 -- Returns {verdict, stored state, lease expired "1"/"0", now ms, token,
 -- regrant "1"/"0", unsent "1"/"0", reclaim "1"/"0", settling "1"/"0", then
--- the record's fields and values as HGETALL gives them}. Regrant, unsent,
+-- the record's fields and values as HGETALL gives them}, except for a new
+-- record (verdict "created" with a token), whose reply is the head alone:
+-- every field it wrote comes from ARGV and now. Regrant, unsent,
 -- reclaim and settling are the Resolve inputs read before any write: a
 -- grant rewrites the fields they come from. The Go side
 -- recomputes Resolve from the stored state reported here and refuses a
@@ -170,8 +172,9 @@ redis.call('HSET', KEYS[1], unpack(w))
 -- Dropped ledger.ExpiryGrace (3,600,000 ms) after it: see above.
 redis.call('PEXPIREAT', KEYS[1], int(ea) + 3600000)
 if verdict == 'created' then
-  -- The record is exactly what w wrote: answer with it, not a read.
-  return answer(out, w)
+  -- The record is exactly what w wrote, all of it from ARGV and now: the
+  -- Go side builds it (newRecord), so the reply is the head alone.
+  return out
 end
 redis.call('HDEL', KEYS[1], 'rs')
 trim(n)
