@@ -10,23 +10,32 @@ import (
 // Keeper renews an owned action's lease in the background while a long
 // call runs, so that other workers keep seeing it as pending rather than
 // stuck. Create one with KeepLease and always call Stop.
+//
+// It holds one timer and no goroutine of its own: a renewal runs in the
+// timer's goroutine, and the next is armed when it returns. A call that
+// ends before the first third of its lease costs the timer alone.
 type Keeper struct {
-	mu  sync.Mutex // guards err
-	err error      // first renewal error
+	mu      sync.Mutex
+	err     error              // first renewal error
+	stopped bool               // Stop was called, or ownership was lost
+	cancel  context.CancelFunc // ends the renewal in flight; nil when none
+	next    timer              // fires the next renewal
 
-	lost   chan struct{}      // closed when the token stopped being current
-	cancel context.CancelFunc // ends the renewing goroutine and a renewal in flight
-	done   chan struct{}      // closed when the renewing goroutine has exited
+	lost chan struct{} // closed when the token stopped being current
 }
 
-// ticker is the timer seam: it returns a channel that fires every d and a
-// function that stops it. Tests replace it with a channel they drive.
-type ticker func(d time.Duration) (<-chan time.Time, func())
-
-func realTicker(d time.Duration) (<-chan time.Time, func()) {
-	t := time.NewTicker(d)
-	return t.C, t.Stop
+// timer is the seam between the Keeper and time: Reset arms it again to
+// fire in d, Stop disarms it. A *time.Timer made by time.AfterFunc is one.
+type timer interface {
+	Reset(d time.Duration) bool
+	Stop() bool
 }
+
+// afterFunc returns a timer that runs f in its own goroutine after d.
+// Tests replace it with a timer they fire by hand.
+type afterFunc func(d time.Duration, f func()) timer
+
+func realAfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
 
 // KeepLease starts renewing the lease of the action k, owned with token,
 // to lease from each renewal, every third of lease, until Stop is called or
@@ -37,45 +46,49 @@ func realTicker(d time.Duration) (<-chan time.Time, func()) {
 // errors, such as a Redis blip or a renewal that timed out, are kept and
 // renewal goes on, since the lease still has two thirds to run.
 func KeepLease(ctx context.Context, s Store, k Key, token int64, lease time.Duration) *Keeper {
-	return keepLease(ctx, s, k, token, lease, realTicker)
+	return keepLease(ctx, s, k, token, lease, realAfterFunc)
 }
 
-func keepLease(ctx context.Context, s Store, k Key, token int64, lease time.Duration, tick ticker) *Keeper {
+func keepLease(ctx context.Context, s Store, k Key, token int64, lease time.Duration, after afterFunc) *Keeper {
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	kp := &Keeper{lost: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
-	c, stopTick := tick(lease / 3)
-	go func() {
-		defer close(kp.done)
-		defer stopTick()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-c:
-			}
-			rctx, cancelRenewal := context.WithTimeout(ctx, lease/3)
-			err := s.Renew(rctx, k, token, lease)
-			cancelRenewal()
-			if err == nil {
-				continue
-			}
-			if ctx.Err() != nil {
-				return // stopped: a renewal cut short by Stop is no failure
-			}
-			kp.mu.Lock()
-			if kp.err == nil {
-				kp.err = err
-			}
+	every := lease / 3
+	kp := &Keeper{lost: make(chan struct{})}
+	renew := func() {
+		kp.mu.Lock()
+		if kp.stopped || ctx.Err() != nil {
 			kp.mu.Unlock()
-			if errors.Is(err, ErrNotOwner) {
-				close(kp.lost)
-				return
-			}
+			return
 		}
-	}()
+		rctx, cancel := context.WithTimeout(ctx, every)
+		kp.cancel = cancel
+		kp.mu.Unlock()
+
+		err := s.Renew(rctx, k, token, lease)
+		cancel()
+
+		kp.mu.Lock()
+		defer kp.mu.Unlock()
+		kp.cancel = nil
+		if kp.stopped || ctx.Err() != nil {
+			return // stopped: a renewal cut short by Stop is no failure
+		}
+		if err != nil && kp.err == nil {
+			kp.err = err
+		}
+		if errors.Is(err, ErrNotOwner) {
+			kp.stopped = true
+			close(kp.lost)
+			return
+		}
+		kp.next.Reset(every)
+	}
+	// Held while the timer is made, so that a renewal firing at once
+	// finds it set.
+	kp.mu.Lock()
+	kp.next = after(every, renew)
+	kp.mu.Unlock()
 	return kp
 }
 
@@ -91,8 +104,14 @@ func (kp *Keeper) Lost() <-chan struct{} { return kp.lost }
 // renewal is fenced by the token, so it changes nothing once the action
 // is settled. It is safe to call more than once.
 func (kp *Keeper) Stop() error {
-	kp.cancel()
 	kp.mu.Lock()
 	defer kp.mu.Unlock()
+	if !kp.stopped {
+		kp.stopped = true
+		kp.next.Stop()
+	}
+	if kp.cancel != nil {
+		kp.cancel()
+	}
 	return kp.err
 }

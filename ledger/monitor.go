@@ -52,6 +52,16 @@ type SweepReport struct {
 	Err error
 }
 
+// ticker is the Monitor's timer seam: it returns a channel that fires
+// every d and a function that stops it. Tests replace it with a channel
+// they drive.
+type ticker func(d time.Duration) (<-chan time.Time, func())
+
+func realTicker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
+}
+
 // Monitoring is a running Monitor. Call Stop.
 type Monitoring struct {
 	stop chan struct{} // closed by Stop
