@@ -36,6 +36,11 @@ const compareEnv = "LEDGER_COMPARE"
 type contender struct {
 	name string
 	rt   http.RoundTripper
+	// fresh, when set, builds the contender's Transport anew for each
+	// round: for a store that keeps its records in this process, whose
+	// heap would otherwise grow by every action of the run and make every
+	// contender pay the garbage collector for it.
+	fresh func() http.RoundTripper
 	// trips returns the store round trips so far; nil without a store
 	// that makes any.
 	trips func() int64
@@ -50,7 +55,11 @@ type contender struct {
 // median of its per-round ratio to the ledger-free Transport (each taken
 // from runs a fraction of a second apart, so load from other processes
 // mostly cancels out), and per action its store round trips and the
-// store's own time.
+// store's own time. Two columns say how far the machine limits a ratio:
+// "cores" is how many of the machine's cores every process kept busy
+// while the contender ran, and "ceiling" is the ledger-free Transport's
+// machine CPU per action over the contender's, the ratio the contender
+// would reach if both kept every core busy.
 func TestCompare(t *testing.T) {
 	if os.Getenv(compareEnv) == "" {
 		t.Skipf("set %s=1 to run the interleaved comparison", compareEnv)
@@ -82,6 +91,10 @@ func TestCompare(t *testing.T) {
 
 	var seq atomic.Int64
 	run := func(ct contender, conc int, d time.Duration) int64 {
+		rt := ct.rt
+		if ct.fresh != nil {
+			rt = ct.fresh()
+		}
 		var n atomic.Int64
 		end := time.Now().Add(d)
 		var wg sync.WaitGroup
@@ -89,7 +102,7 @@ func TestCompare(t *testing.T) {
 			wg.Go(func() {
 				for time.Now().Before(end) {
 					key := "a" + strconv.FormatInt(seq.Add(1), 10)
-					if err := post(ct.rt, provider.URL, key); err != nil {
+					if err := post(rt, provider.URL, key); err != nil {
 						t.Errorf("%s: %v", ct.name, err)
 						return
 					}
@@ -106,7 +119,7 @@ func TestCompare(t *testing.T) {
 
 	const baseline = "no ledger"
 	for _, conc := range concurrency {
-		type figures struct{ rate, ratio, trips, micros, own, machine []float64 }
+		type figures struct{ rate, ratio, trips, micros, own, machine, cores []float64 }
 		got := map[string]*figures{}
 		for _, ct := range contenders {
 			got[ct.name] = &figures{}
@@ -132,11 +145,13 @@ func TestCompare(t *testing.T) {
 				own0, machine0 := cpuTimes(t)
 				start := time.Now()
 				n := run(ct, conc, slice)
-				rate := float64(n) / time.Since(start).Seconds()
+				elapsed := time.Since(start)
+				rate := float64(n) / elapsed.Seconds()
 				own1, machine1 := cpuTimes(t)
 				rates[ct.name] = rate
 				f := got[ct.name]
 				f.rate = append(f.rate, rate)
+				f.cores = append(f.cores, float64(machine1-machine0)/float64(elapsed))
 				if n > 0 {
 					f.own = append(f.own, float64((own1-own0).Microseconds())/float64(n))
 					f.machine = append(f.machine, float64((machine1-machine0).Microseconds())/float64(n))
@@ -158,12 +173,13 @@ func TestCompare(t *testing.T) {
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "concurrency %d, %d rounds of %v:\n", conc, rounds, slice)
-		fmt.Fprintf(&b, "%-22s %12s %8s %12s %16s %14s %14s\n", "", "actions/s", "ratio", "trips/action", "store µs/action",
-			"CPU µs/action", "machine CPU µs")
+		fmt.Fprintf(&b, "%-22s %12s %8s %12s %16s %14s %14s %6s %8s\n", "", "actions/s", "ratio", "trips/action", "store µs/action",
+			"CPU µs/action", "machine CPU µs", "cores", "ceiling")
 		for _, ct := range contenders {
 			f := got[ct.name]
-			fmt.Fprintf(&b, "%-22s %12.0f %8.3f %12s %16s %14s %14s\n", ct.name, median(f.rate), median(f.ratio),
-				orDash(f.trips, "%.2f"), orDash(f.micros, "%.1f"), orDash(f.own, "%.0f"), orDash(f.machine, "%.0f"))
+			fmt.Fprintf(&b, "%-22s %12.0f %8.3f %12s %16s %14s %14s %6.2f %8.3f\n", ct.name, median(f.rate), median(f.ratio),
+				orDash(f.trips, "%.2f"), orDash(f.micros, "%.1f"), orDash(f.own, "%.0f"), orDash(f.machine, "%.0f"),
+				median(f.cores), median(got[baseline].machine)/median(f.machine))
 		}
 		t.Log("\n" + b.String())
 	}
@@ -203,8 +219,10 @@ func newContenders(t *testing.T, base http.RoundTripper) []contender {
 	}
 	out := []contender{
 		{name: "no ledger", rt: transport(nil)},
-		// Every action is a new record, kept for the run: no cap.
-		{name: "memory", rt: transport(ledger.NewMemory(ledger.MemoryConfig{MaxRecords: -1, MaxBytes: -1}))},
+		// Every action is a new record, kept for the round: no cap.
+		{name: "memory", fresh: func() http.RoundTripper {
+			return transport(ledger.NewMemory(ledger.MemoryConfig{MaxRecords: -1, MaxBytes: -1}))
+		}},
 	}
 
 	rsrv := redistest.Start(t)
