@@ -317,17 +317,28 @@ func sdkRetries(status int, err error) bool {
 
 // flood has other callers of p make s.Flood failing calls, each given up
 // and remembered for its own SDK's re-sends; it runs once per process,
-// before the first SDK re-send there.
-func (r *Run) flood(p *simProc) {
-	for i := range r.s.Flood {
-		req, _ := http.NewRequest(http.MethodPost, "http://flood.sim/flood", strings.NewReader("{}"))
-		req.Header.Set("Idempotency-Key", fmt.Sprintf("flood-%d-%d", p.id, i))
+// before the first SDK re-send there. The callers die with the process:
+// their calls end, and no more are made. flood returns how many calls
+// they made.
+func (r *Run) flood(p *simProc) int {
+	ctx, kill := context.WithCancel(context.Background())
+	defer kill()
+	id := r.ids.Add(1)
+	if !p.enter(id, kill) {
+		return 0
+	}
+	defer p.leave(id)
+	n := 0
+	for ; n < r.s.Flood && ctx.Err() == nil; n++ {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://flood.sim/flood", strings.NewReader("{}"))
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("flood-%d-%d", p.id, n))
 		resp, err := r.send(p, req)
 		if err == nil {
 			resp.Body.Close()
 		}
 	}
-	r.Logf("flood: %d give-ups by other callers of process %d", r.s.Flood, p.id)
+	r.Logf("flood: %d give-ups by other callers of process %d", n, p.id)
+	return n
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
