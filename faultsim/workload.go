@@ -111,20 +111,24 @@ func (p *simProc) die() {
 	}
 }
 
-func (p *simProc) enter(id int64, cancel context.CancelFunc) bool {
+// enter starts a call of p, numbered id, under ctx: the context it
+// returns ends when p dies, and leave must be called once the call ends.
+// ok is false when p is already dead; the call must then make nothing.
+func (p *simProc) enter(ctx context.Context, id int64) (_ context.Context, leave func(), ok bool) {
+	ctx, kill := context.WithCancel(ctx)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.isDead {
-		return false
+		kill()
+		return ctx, func() {}, false
 	}
-	p.calls[id] = cancel
-	return true
-}
-
-func (p *simProc) leave(id int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.calls, id)
+	p.calls[id] = kill
+	return ctx, func() {
+		p.mu.Lock()
+		delete(p.calls, id)
+		p.mu.Unlock()
+		kill()
+	}, true
 }
 
 // maxRuns is how many times a job runs an action at most.
@@ -193,12 +197,11 @@ func (r *Run) call(a, run int, p *simProc) callResult {
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	ctx, kill := context.WithCancel(ctx)
-	defer kill()
-	if !p.enter(ci.id, kill) {
+	ctx, leave, ok := p.enter(ctx, ci.id)
+	defer leave()
+	if !ok {
 		return callResult{died: true}
 	}
-	defer p.leave(ci.id)
 	res := callResult{ci: ci}
 	for n := 0; ; n++ {
 		req := r.request(ctx, a, n)
@@ -321,13 +324,11 @@ func sdkRetries(status int, err error) bool {
 // their calls end, and no more are made. flood returns how many calls
 // they made.
 func (r *Run) flood(p *simProc) int {
-	ctx, kill := context.WithCancel(context.Background())
-	defer kill()
-	id := r.ids.Add(1)
-	if !p.enter(id, kill) {
+	ctx, leave, ok := p.enter(context.Background(), r.ids.Add(1))
+	defer leave()
+	if !ok {
 		return 0
 	}
-	defer p.leave(id)
 	n := 0
 	for ; n < r.s.Flood && ctx.Err() == nil; n++ {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://flood.sim/flood", strings.NewReader("{}"))
