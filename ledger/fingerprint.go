@@ -3,7 +3,6 @@ package ledger
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"hash"
 	"net/http"
 	"net/url"
 	"slices"
@@ -39,9 +38,11 @@ import (
 // count: the destination belongs in the Key, not in the fingerprint. A nil
 // u counts as path "/" with no query.
 func Fingerprint(method string, u *url.URL, h http.Header, headerNames []string, body []byte) string {
-	d := sha256.New()
-	field(d, "ledger-fingerprint-v1")
-	field(d, strings.ToUpper(method))
+	// The canonical form is built in one buffer, on the stack unless it
+	// outgrows it, and hashed once.
+	form := make([]byte, 0, 512)
+	form = appendField(form, "ledger-fingerprint-v1")
+	form = appendField(form, strings.ToUpper(method))
 
 	path, query := "/", ""
 	if u != nil {
@@ -54,8 +55,8 @@ func Fingerprint(method string, u *url.URL, h http.Header, headerNames []string,
 			query = "!" + u.RawQuery
 		}
 	}
-	field(d, path)
-	field(d, query)
+	form = appendField(form, path)
+	form = appendField(form, query)
 
 	names := make([]string, 0, len(headerNames))
 	for _, n := range headerNames {
@@ -70,22 +71,26 @@ func Fingerprint(method string, u *url.URL, h http.Header, headerNames []string,
 	names = slices.Compact(names)
 	for _, n := range names {
 		vs := h.Values(n) // Values canonicalises the name
-		field(d, n)
-		field(d, strconv.Itoa(len(vs)))
+		form = appendField(form, n)
+		form = appendField(form, strconv.Itoa(len(vs)))
 		for _, v := range vs {
-			field(d, v)
+			form = appendField(form, v)
 		}
 	}
 
 	b := sha256.Sum256(body)
-	field(d, hex.EncodeToString(b[:]))
-	return hex.EncodeToString(d.Sum(nil))
+	var bodyHex [2 * sha256.Size]byte
+	hex.Encode(bodyHex[:], b[:])
+	form = appendField(form, bodyHex[:])
+	sum := sha256.Sum256(form)
+	return hex.EncodeToString(sum[:])
 }
 
-// field writes one length-prefixed field of the canonical form.
-func field(d hash.Hash, s string) {
-	d.Write(strconv.AppendInt(nil, int64(len(s)), 10))
-	d.Write([]byte{':'})
-	d.Write([]byte(s))
-	d.Write([]byte{'\n'})
+// appendField appends one length-prefixed field of the canonical form,
+// "<byte length>:<bytes>\n", to form.
+func appendField[T string | []byte](form []byte, s T) []byte {
+	form = strconv.AppendInt(form, int64(len(s)), 10)
+	form = append(form, ':')
+	form = append(form, s...)
+	return append(form, '\n')
 }
