@@ -332,6 +332,14 @@ func (g *ledgerGate) lostLease() bool {
 	}
 }
 
+// delayed tells g that the call waited (on its limiter) between the grant
+// and the send. A mark the grant carried went before the wait, so a worker
+// that took the action over meanwhile would go unseen and both would send:
+// the mark is written again, fenced, right before the send, as it is where
+// the grant carries none. Folded, it would fence the send only before its
+// wait, not before it leaves.
+func (g *ledgerGate) delayed() { g.marked = false }
+
 // beforeSend checks, right before each attempt, that the call still owns
 // its action, and marks it as sending (fenced by the token, as the
 // reservation promised). The mark is written before every attempt, not
@@ -344,7 +352,7 @@ func (g *ledgerGate) lostLease() bool {
 // the mark could not be written, and then nothing was sent and the action
 // is failed with no effect possible, or left uncertain after an earlier
 // attempt. The first attempt's mark is not written again when the grant
-// carried it (marked).
+// carried it (marked) and the call went on to send without waiting.
 func (g *ledgerGate) beforeSend(ctx context.Context) (stop, cause error) {
 	if g.token == 0 {
 		return nil, nil

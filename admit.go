@@ -35,12 +35,17 @@ type admission struct {
 	retryAt time.Time
 	// waited is the call's waits so far, this admission's included.
 	waited time.Duration
+	// delayed reports that the limiter made the call wait before
+	// admitting it: a refusal slept out, or a wait inside Allow
+	// (limiter.Decision.Waited, a fair queue's slot).
+	delayed bool
 }
 
 // admit waits on the limiter while the wait fits the deadline and MaxWait
 // (all waits of the call counted together, waited of them before this
 // admission), and reports why not otherwise.
 func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.Duration) admission {
+	delayed := false
 	for {
 		d, took, bound, err := g.allow(ctx, deadline, waited)
 		waited += took
@@ -72,7 +77,7 @@ func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.D
 				// queue's slot): a wait like any other, reported as one.
 				g.limited(d, d.Waited)
 			}
-			return admission{waited: waited}
+			return admission{waited: waited, delayed: delayed || d.Waited > 0}
 		}
 		now := g.clock.Now()
 		wait := max(d.RetryAfter, time.Millisecond)
@@ -85,7 +90,7 @@ func (g *limitGate) admit(ctx context.Context, deadline time.Time, waited time.D
 		if waited+wait > g.maxWait || (!deadline.IsZero() && !at.Before(deadline)) {
 			return admission{stop: ErrRateLimited, retryAt: at, waited: waited}
 		}
-		waited += wait
+		waited, delayed = waited+wait, true
 		if err := g.clock.Sleep(ctx, wait); err != nil {
 			return admission{stop: err, cause: err, waited: waited}
 		}

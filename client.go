@@ -270,6 +270,9 @@ func (c *call) run() (*http.Response, error) {
 				}
 				return c.giveUp(nil, adm.cause, adm.stop, noCancel)
 			}
+			if adm.delayed && c.led != nil {
+				c.led.delayed()
+			}
 		}
 		if !c.deadline.IsZero() && !c.p.clock.Now().Before(c.deadline) {
 			// Waiting on the ledger or the limiter used up the time: an

@@ -19,10 +19,14 @@ import (
 // holdLimiter holds every call of the tenant "held" after its reservation
 // and before its sending mark, until release is closed or the call's
 // context ends: the point where a worker has reserved an action and sent
-// nothing.
+// nothing. It reports the hold as a wait inside Allow
+// (limiter.Decision.Waited), as a limiter that waits must, unless silent.
 type holdLimiter struct {
 	reached chan struct{} // one value per held call
 	release chan struct{}
+	// silent answers a held call without reporting its wait, as though
+	// it had answered at once: the call cannot tell it waited.
+	silent bool
 }
 
 func newHoldLimiter() *holdLimiter {
@@ -30,15 +34,20 @@ func newHoldLimiter() *holdLimiter {
 }
 
 func (l *holdLimiter) Allow(ctx context.Context, r limiter.Request) (limiter.Decision, error) {
-	if r.Owner == "held" {
-		l.reached <- struct{}{}
-		select {
-		case <-l.release:
-		case <-ctx.Done():
-			return limiter.Decision{}, ctx.Err()
-		}
+	if r.Owner != "held" {
+		return limiter.Decision{Allowed: true}, nil
 	}
-	return limiter.Decision{Allowed: true}, nil
+	start := time.Now()
+	l.reached <- struct{}{}
+	select {
+	case <-l.release:
+	case <-ctx.Done():
+		return limiter.Decision{}, ctx.Err()
+	}
+	if l.silent {
+		return limiter.Decision{Allowed: true}, nil
+	}
+	return limiter.Decision{Allowed: true, Waited: max(time.Since(start), time.Nanosecond)}, nil
 }
 
 func (l *holdLimiter) Cooldown(context.Context, string, time.Time) error { return nil }
@@ -162,7 +171,13 @@ func TestRestartedWorkerReclaimsItsActionsAtOnce(t *testing.T) {
 // Two live processes given one owner name by mistake take each other's
 // actions over, but never both send one: the one that lost the action has
 // its sending mark refused, sends nothing, and reports ErrOwnerShared to
-// its Observer and in its error.
+// its Observer and in its error. Where keys are honoured the grant carries
+// the first mark, and a call that waits on its limiter after it writes the
+// mark again before it sends, so a takeover during the wait stops it all
+// the same. A takeover between the grant and a send that did not wait
+// leaves the loser's one send under the action's key, which the taker
+// re-sends under too: the provider applies it once, and the loser learns
+// it lost at its outcome.
 func TestTwoLiveWorkersSharingAnOwnerNameSendOnceAndReportIt(t *testing.T) {
 	for _, st := range []struct {
 		name string
@@ -173,44 +188,66 @@ func TestTwoLiveWorkersSharingAnOwnerNameSendOnceAndReportIt(t *testing.T) {
 			return ledgertest.Redis(t, redistest.Start(t).Client(t), redistest.Prefix(t))
 		}},
 	} {
-		t.Run(st.name, func(t *testing.T) {
-			store := st.new(t)
-			p := newPayments(t, false)
-			held := Action{Tenant: "held", Operation: "charge", Key: "order-1"}
-			var mu sync.Mutex // guards reports
-			var reports []error
-			obs := func(ev LedgerEvent) {
-				if errors.Is(ev.Err, ledger.ErrOwnerShared) {
-					mu.Lock()
-					reports = append(reports, ev.Err)
-					mu.Unlock()
+		for _, tc := range []struct {
+			name         string
+			keysHonoured bool
+			// silent: the limiter's hold is not reported as a wait.
+			silent bool
+			// loserSends: run-a's one send goes out, under the key.
+			loserSends bool
+		}{
+			{name: "keys not honoured"},
+			{name: "keys honoured, waited on the limiter", keysHonoured: true},
+			{name: "keys honoured, taken over before a send that did not wait", keysHonoured: true, silent: true, loserSends: true},
+		} {
+			t.Run(st.name+"/"+tc.name, func(t *testing.T) {
+				store := st.new(t)
+				p := newPayments(t, tc.keysHonoured)
+				held := Action{Tenant: "held", Operation: "charge", Key: "order-1"}
+				var mu sync.Mutex // guards reports
+				var reports []error
+				obs := func(ev LedgerEvent) {
+					if errors.Is(ev.Err, ledger.ErrOwnerShared) {
+						mu.Lock()
+						reports = append(reports, ev.Err)
+						mu.Unlock()
+					}
 				}
-			}
-			lim := newHoldLimiter()
-			a := Config{Ledger: LedgerConfig{Store: store, Owner: "pod-1", instance: "run-a"}, Limiter: lim}
-			a.Observer.Ledger = obs
-			aDone := make(chan error, 1)
-			go func() { aDone <- callErr(t, New(a), p.URL, held) }()
-			<-lim.reached // run-a reserved the action and has sent nothing
+				lim := newHoldLimiter()
+				lim.silent = tc.silent
+				a := Config{KeysHonoured: tc.keysHonoured, Ledger: LedgerConfig{Store: store, Owner: "pod-1", instance: "run-a"}, Limiter: lim}
+				a.Observer.Ledger = obs
+				aDone := make(chan error, 1)
+				go func() { aDone <- callErr(t, New(a), p.URL, held) }()
+				<-lim.reached // run-a reserved the action and has sent nothing
 
-			b := Config{Ledger: LedgerConfig{Store: store, Owner: "pod-1", instance: "run-b"}}
-			if err := callErr(t, New(b), p.URL, held); err != nil {
-				t.Fatalf("run-b: %v", err)
-			}
-			close(lim.release)
-			aErr := <-aDone
-			if !errors.Is(aErr, ErrPending) || !errors.Is(aErr, ledger.ErrOwnerShared) {
-				t.Fatalf("run-a: %v, want ErrPending caused by ErrOwnerShared", aErr)
-			}
-			if effects, calls := p.total(); effects != 1 || calls != 1 {
-				t.Fatalf("provider: %d effects, %d calls; want 1, 1", effects, calls)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(reports) != 1 {
-				t.Fatalf("%d ErrOwnerShared reports, want 1: %v", len(reports), reports)
-			}
-		})
+				b := Config{KeysHonoured: tc.keysHonoured, Ledger: LedgerConfig{Store: store, Owner: "pod-1", instance: "run-b"}}
+				if err := callErr(t, New(b), p.URL, held); err != nil {
+					t.Fatalf("run-b: %v", err)
+				}
+				close(lim.release)
+				aErr := <-aDone
+				wantCalls := 1
+				if tc.loserSends {
+					// The provider answers run-a's send under the key
+					// with the action's one effect.
+					wantCalls = 2
+					if aErr != nil {
+						t.Fatalf("run-a: %v, want the provider's answer", aErr)
+					}
+				} else if !errors.Is(aErr, ErrPending) || !errors.Is(aErr, ledger.ErrOwnerShared) {
+					t.Fatalf("run-a: %v, want ErrPending caused by ErrOwnerShared", aErr)
+				}
+				if effects, calls := p.total(); effects != 1 || calls != wantCalls {
+					t.Fatalf("provider: %d effects, %d calls; want 1, %d", effects, calls, wantCalls)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(reports) != 1 {
+					t.Fatalf("%d ErrOwnerShared reports, want 1: %v", len(reports), reports)
+				}
+			})
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/ledger"
+	"github.com/retrybudget/retrybudget/limiter"
 )
 
 // countingStore counts the calls a Transport makes to a ledger.Store, one
@@ -181,5 +182,32 @@ func TestStoreRoundTripsPerActionWithARetry(t *testing.T) {
 	}
 	if len(rec.Attempts) != 3 || rec.Attempts[1].Class != ClassCapacity.String() || rec.Attempts[2].Class != ClassSuccess.String() {
 		t.Fatalf("history %+v; want the grant, the 503, the success", rec.Attempts)
+	}
+}
+
+// TestStoreRoundTripsPerActionWithALimiter: the mark the grant carries
+// stands where the limiter admits the call at once, and is written again
+// right before the send where the limiter made the call wait (a refusal
+// slept out, or a wait inside Allow): a takeover during the wait must
+// refuse that mark (TestTwoLiveWorkersSharingAnOwnerNameSendOnceAndReportIt).
+func TestStoreRoundTripsPerActionWithALimiter(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		decisions []limiter.Decision
+		want      string
+	}{
+		{"admitted at once", []limiter.Decision{allow}, "Reserve Complete"},
+		{"refused, then admitted", []limiter.Decision{{RetryAfter: time.Second}, allow}, "Reserve MarkSending Complete"},
+		{"admitted after a wait inside Allow", []limiter.Decision{{Allowed: true, Waited: time.Second}}, "Reserve MarkSending Complete"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &countingStore{Store: ledger.NewMemory(ledger.MemoryConfig{})}
+			tr, _ := newFakeTransport(Config{Base: canned{}, KeysHonoured: true, Limiter: &scriptedLimiter{decisions: tc.decisions},
+				Ledger: LedgerConfig{Store: store}})
+			postCharge(t, tr, "order-1")
+			if got := store.made(); got != tc.want {
+				t.Fatalf("store calls %q; want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -72,7 +72,10 @@ type Decision struct {
 
 	// Waited is how long Allow slept inside the limiter before answering:
 	// with a [FairQueue], the wait for the request's slot and for a place
-	// in the queue. Zero for a limiter that answers at once.
+	// in the queue. Zero for a limiter that answers at once. A limiter
+	// that waits must say so here: the Transport reports the wait, and
+	// fences the send that follows it against a takeover of its action
+	// during the wait (a ledger mark written again).
 	Waited time.Duration
 }
 
