@@ -74,33 +74,37 @@ type call[T any] struct {
 }
 
 // Do runs item. When no round trip is in flight, alone runs it at once on
-// the caller's goroutine, under ctx, exactly as without batching; the
-// callers that arrive meanwhile wait and then go together in the next
-// batch. Otherwise item waits for the next batch. Do returns nil once
-// item's result is written (by alone or by the batch) before the caller's
-// bound, and an error wrapping context.DeadlineExceeded or
-// context.Canceled when the caller gave up first: ctx ended, or the
-// Batcher's timeout passed since the call. A result that is written at or
-// after that bound counts as too late. A caller that gives up before its batch left is taken out of it;
-// one whose batch is in flight leaves it, and the result the batch brings
-// later is dropped, as a reply that came too late.
+// the caller's goroutine, under ctx bounded by the Batcher's timeout,
+// exactly as without batching; the callers that arrive meanwhile wait and
+// then go together in the next batch. Otherwise item waits for the next
+// batch. Do returns nil once item's result is written (by alone or by the
+// batch) before the caller's bound, and an error wrapping
+// context.DeadlineExceeded or context.Canceled when the caller gave up
+// first: ctx ended, or the Batcher's timeout passed since the call. A
+// result that is written at or after that bound counts as too late. A
+// caller that gives up before its batch left is taken out of it; one whose
+// batch is in flight leaves it, and the result the batch brings later is
+// dropped, as a reply that came too late.
 func (b *Batcher[T]) Do(ctx context.Context, item T, alone func(context.Context)) error {
 	if err := ctx.Err(); err != nil {
 		return err
-	}
-	b.mu.Lock()
-	if !b.busy {
-		b.busy = true
-		b.mu.Unlock()
-		alone(ctx)
-		b.afterAlone()
-		return nil
 	}
 	wctx, cancel := ctx, context.CancelFunc(func() {})
 	if b.timeout > 0 {
 		wctx, cancel = context.WithTimeout(ctx, b.timeout)
 	}
 	defer cancel()
+	b.mu.Lock()
+	if !b.busy {
+		b.busy = true
+		b.mu.Unlock()
+		// Deferred, so that a round trip that panics (a driver's hook,
+		// say) still hands the spell on or ends it: else no call of the
+		// store would go again.
+		defer b.afterAlone()
+		alone(wctx)
+		return nil
+	}
 	c := &call[T]{item: item, ctx: wctx, done: make(chan struct{})}
 	b.waiting = append(b.waiting, c)
 	b.mu.Unlock()

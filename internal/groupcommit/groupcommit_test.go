@@ -186,3 +186,59 @@ func TestBatcherReplyLostAtTheCallersDeadlineIsItsDeadline(t *testing.T) {
 		}
 	})
 }
+
+func TestBatcherTimeoutBoundsTheLoneCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = time.Second
+		r := newRig(8, timeout)
+		v := 1
+		start := time.Now()
+		var got error
+		if err := r.b.Do(t.Context(), &v, func(ctx context.Context) {
+			<-ctx.Done() // a round trip that waits for its bound
+			got = ctx.Err()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(got, context.DeadlineExceeded) {
+			t.Fatalf("lone round trip ended with %v; want context.DeadlineExceeded", got)
+		}
+		// Fake time: exactly the bound, counted from the call.
+		if took := time.Since(start); took != timeout {
+			t.Fatalf("lone round trip ran %v; want %v", took, timeout)
+		}
+	})
+}
+
+// A lone round trip that panics (a driver's hook, say) leaves the Batcher
+// as it found it: the next caller goes at once, and so do the callers that
+// waited during the panicking round trip.
+func TestBatcherPanicInTheLoneRoundTripLeavesItUsable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(8, 0)
+		panicked := make(chan any, 1)
+		go func() {
+			defer func() { panicked <- recover() }()
+			v := 0
+			r.b.Do(t.Context(), &v, func(context.Context) { close(r.started); <-r.release; panic("hook") })
+		}()
+		<-r.started
+		waiter := 2
+		waited := make(chan error, 1)
+		go func() { waited <- r.b.Do(t.Context(), &waiter, func(context.Context) {}) }()
+		synctest.Wait() // the waiter is queued behind the lone round trip
+		close(r.release)
+		if p := <-panicked; p != "hook" {
+			t.Fatalf("recovered %v; want the round trip's panic", p)
+		}
+		if err := <-waited; err != nil || waiter != -2 {
+			t.Fatalf("caller that waited: %v, result %d; want its batch's -2", err, waiter)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		v, ran := 3, false
+		if err := r.b.Do(ctx, &v, func(context.Context) { ran = true }); err != nil || !ran {
+			t.Fatalf("next call: %v, ran alone %v; want it run alone at once", err, ran)
+		}
+	})
+}
