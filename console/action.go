@@ -68,6 +68,16 @@ func (h *handler) settleAfter(rec ledger.Record) time.Time {
 	return last.Add(h.cfg.Lease)
 }
 
+// seen is the number of rec's last attempt: every grant and every send
+// adds one, so it names the send an operator looked at. The settle form
+// carries it, and a settle posted for an earlier send is refused.
+func seen(rec ledger.Record) string {
+	if n := len(rec.Attempts); n > 0 {
+		return strconv.Itoa(rec.Attempts[n-1].N)
+	}
+	return "0"
+}
+
 func (h *handler) actionPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
@@ -89,7 +99,7 @@ func (h *handler) actionPage(w http.ResponseWriter, r *http.Request) {
 		"ReadOnly": h.cfg.ReadOnly, "CSRF": h.csrfToken(op.session), "AskName": op.Name == "",
 		"SettleAfter": h.settleAfter(rec), "InSettleTime": now.Before(h.settleAfter(rec)),
 		"Held": rec.Stuck(now), "Settlement": rec.Settlement, "Settled": settledNotice(r.URL.Query().Get("settled")),
-		"Sealed": h.seal(rec.Key),
+		"Sealed": h.seal(rec.Key), "Seen": seen(rec),
 	}
 	if rec.Outcome != nil {
 		data["OutcomeStatus"] = rec.Outcome.Status
@@ -168,6 +178,14 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
 			text = "Nothing was changed: this action was " + by + "."
 		}
 		h.message(w, r, http.StatusConflict, "Not held", text)
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("seen")), []byte(seen(rec))) != 1 {
+		// The form was read for an earlier send: the action was settled
+		// and sent again, or sent again by its owner, since. What the
+		// operator checked with the provider is not this send.
+		h.message(w, r, http.StatusConflict, "Changed",
+			"This action was sent or settled again since its page was loaded; nothing was changed. Reload its page and check the latest send with the provider.")
 		return
 	}
 	now := h.now()

@@ -114,5 +114,8 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		Name: sessionCookie, Value: h.session(), HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
 	})
-	http.Redirect(w, r, base(r), http.StatusSeeOther)
+	// Set by hand: http.Redirect would make it absolute from the path
+	// under any http.StripPrefix, losing the prefix.
+	w.Header().Set("Location", base(r))
+	w.WriteHeader(http.StatusSeeOther)
 }

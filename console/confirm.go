@@ -43,7 +43,7 @@ func (h *handler) askAgain(w http.ResponseWriter, r *http.Request, op signedIn, 
 		"Base": base(r), "A": h.held(rec, h.now()), "Ref": ref,
 		"SettleAfter": until, "LastAt": lastAt, "LastClass": lastClass,
 		"CSRF": h.csrfToken(op.session), "Confirm": h.confirmToken(op.session, ref, until),
-		"Name": name, "AskName": op.Name == "", "Reason": reason,
+		"Name": name, "AskName": op.Name == "", "Reason": reason, "Seen": seen(rec),
 	})
 }
 

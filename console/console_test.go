@@ -127,6 +127,7 @@ var (
 	// sealedField is the settle form's sealed key, which names a first
 	// settlement to a second operator.
 	sealedField = regexp.MustCompile(`name="k" value="([^"]+)"`)
+	seenField   = regexp.MustCompile(`name="seen" value="([^"]+)"`)
 )
 
 // actionRef returns the reference of the only action the held list shows.
@@ -151,6 +152,9 @@ func (f *fixture) settleForm(ref string, applied bool) url.Values {
 	v := url.Values{"csrf": {m[1]}, "name": {"alice"}, "reason": {"checked the provider's log"}, "applied": {"no"}}
 	if k := sealedField.FindStringSubmatch(page); k != nil {
 		v.Set("k", k[1])
+	}
+	if n := seenField.FindStringSubmatch(page); n != nil {
+		v.Set("seen", n[1])
 	}
 	if applied {
 		v.Set("applied", "yes")
@@ -219,6 +223,29 @@ func TestLoginSetsASessionCookieThatIsNotTheToken(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("with the session cookie: status %d, want 200", resp.StatusCode)
+	}
+}
+
+// Mounted under a prefix, as the docs show, the console sends the browser
+// back to itself after signing in, not to the host's root.
+func TestLoginRedirectStaysUnderTheMountPrefix(t *testing.T) {
+	h, err := New(Config{Store: ledger.NewMemory(ledger.MemoryConfig{}), Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/console/", http.StripPrefix("/console", h))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.PostForm(srv.URL+"/console/login", url.Values{"token": {testToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, err := resp.Location()
+	if err != nil || resp.StatusCode != http.StatusSeeOther || loc.Path != "/console/" {
+		t.Fatalf("login: status %d, Location %q (%v); want 303 to /console/", resp.StatusCode, resp.Header.Get("Location"), loc)
 	}
 }
 

@@ -38,7 +38,15 @@ func (h *handler) indexedPage(w http.ResponseWriter, r *http.Request, hl ledger.
 	defer cancel()
 	op := operatorOf(r).Operator
 	q := r.URL.Query()
-	tenant, operation, after := q.Get("tenant"), q.Get("operation"), q.Get("after")
+	tenant, operation, after := q.Get("tenant"), q.Get("operation"), ""
+	if sealed := q.Get("after"); sealed != "" {
+		var err error
+		if after, err = h.unsealCursor(sealed); err != nil {
+			h.message(w, r, http.StatusBadRequest, "Bad page link",
+				"This page's link is not one this console made (or it restarted since); start again from the first page.")
+			return
+		}
+	}
 	minAge, _ := time.ParseDuration(q.Get("min_age"))
 	page, _ := strconv.Atoi(q.Get("page"))
 	page = max(page, 1)
@@ -122,7 +130,7 @@ func (h *handler) indexedPage(w http.ResponseWriter, r *http.Request, hl ledger.
 		data["Prev"] = link(url.Values{})
 	}
 	if p.Next != "" {
-		data["Next"] = link(url.Values{"after": {p.Next}, "page": {strconv.Itoa(page + 1)}})
+		data["Next"] = link(url.Values{"after": {h.sealCursor(p.Next)}, "page": {strconv.Itoa(page + 1)}})
 	}
 	h.render(w, http.StatusOK, "held.html", data)
 }

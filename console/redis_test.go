@@ -2,9 +2,12 @@ package console
 
 import (
 	"context"
+	"html"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/retrybudget/retrybudget/internal/redistest"
@@ -56,5 +59,37 @@ func TestScopedOperatorCountsOnlyItsTenants(t *testing.T) {
 	m := regexp.MustCompile(`\((\d+) in the held index\)`).FindStringSubmatch(page)
 	if m == nil || m[1] != "1" {
 		t.Errorf("scoped to acme, the page counts %v held actions, want 1", m)
+	}
+}
+
+// The held index's next-page link on Redis carries its cursor sealed: the
+// cursor holds an action's Key.ID, an unkeyed hash of its key that anyone
+// reading an access log could test guesses against. Followed, the link
+// lists the next page; a cursor this console did not seal is refused.
+func TestHeldPagesOnRedisLinkWithoutKeyIDs(t *testing.T) {
+	store := redisStore(t)
+	f := newFixture(t, store, nil, Config{PageSize: 2})
+	var ids []string
+	for i := range 3 {
+		k := testKey("acme", "order-"+strconv.Itoa(i))
+		hold(t, store, k)
+		ids = append(ids, k.ID())
+	}
+	_, page := f.do("GET", "/", testToken, nil)
+	m := regexp.MustCompile(`href="\./(\?[^"]*)" id="next"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no next link:\n%s", page)
+	}
+	next := html.UnescapeString(m[1])
+	for _, id := range ids {
+		if strings.Contains(next, id) {
+			t.Fatalf("next link %q carries Key.ID %s", next, id)
+		}
+	}
+	if _, page = f.do("GET", "/"+next, testToken, nil); strings.Count(page, `class="action"`) != 1 {
+		t.Errorf("the next page: want the third held action:\n%s", page)
+	}
+	if code, _ := f.do("GET", "/?after="+url.QueryEscape("0:"+ids[0])+"&page=2", testToken, nil); code != http.StatusBadRequest {
+		t.Errorf("a cursor in the clear: status %d, want 400", code)
 	}
 }

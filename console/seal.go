@@ -18,25 +18,52 @@ import (
 // logs and browser history), and a sealed key dies with the handler.
 func (h *handler) seal(k ledger.Key) string {
 	plain, _ := json.Marshal([]string{k.Tenant, k.Operation, k.Key}) // strings always encode
-	aead := h.aead()
-	nonce := make([]byte, aead.NonceSize())
-	_, _ = rand.Read(nonce) // never fails (crypto/rand)
-	return base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, []byte("console-key")))
+	return h.sealText(plain, "console-key")
 }
 
 // unseal reverses seal.
 func (h *handler) unseal(s string) (ledger.Key, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	aead := h.aead()
-	if err != nil || len(raw) < aead.NonceSize() {
-		return ledger.Key{}, errors.New("console: not a sealed key")
-	}
-	plain, err := aead.Open(nil, raw[:aead.NonceSize()], raw[aead.NonceSize():], []byte("console-key"))
+	plain, err := h.openText(s, "console-key")
 	var parts []string
 	if err != nil || json.Unmarshal(plain, &parts) != nil || len(parts) != 3 {
 		return ledger.Key{}, errors.New("console: not a sealed key")
 	}
 	return ledger.Key{Tenant: parts[0], Operation: parts[1], Key: parts[2]}, nil
+}
+
+// sealCursor encrypts a held index's cursor (ledger.HeldPage.Next) for the
+// next page's link: a Redis cursor holds an action's Key.ID, an unkeyed
+// hash anyone could test guesses of a key against.
+func (h *handler) sealCursor(cursor string) string {
+	return h.sealText([]byte(cursor), "console-cursor")
+}
+
+// unsealCursor reverses sealCursor.
+func (h *handler) unsealCursor(s string) (string, error) {
+	plain, err := h.openText(s, "console-cursor")
+	if err != nil {
+		return "", errors.New("console: not a sealed cursor")
+	}
+	return string(plain), nil
+}
+
+// sealText encrypts plain for a URL, bound to what it is (purpose), so
+// that one sealed value is never taken for another kind.
+func (h *handler) sealText(plain []byte, purpose string) string {
+	aead := h.aead()
+	nonce := make([]byte, aead.NonceSize())
+	_, _ = rand.Read(nonce) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, []byte(purpose)))
+}
+
+// openText reverses sealText for the same purpose.
+func (h *handler) openText(s, purpose string) ([]byte, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	aead := h.aead()
+	if err != nil || len(raw) < aead.NonceSize() {
+		return nil, errors.New("console: not a sealed value")
+	}
+	return aead.Open(nil, raw[:aead.NonceSize()], raw[aead.NonceSize():], []byte(purpose))
 }
 
 func (h *handler) aead() cipher.AEAD {

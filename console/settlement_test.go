@@ -103,3 +103,31 @@ func TestSecondSettleNamesTheFirstSettlement(t *testing.T) {
 		t.Errorf("record %s %+v (%v), want alice's settlement alone", rec.State, rec.Settlement, err)
 	}
 }
+
+// A settle form is for the send its operator looked at. Posted after the
+// action was settled, sent again and held again (a send the operator
+// never checked with the provider), it changes nothing: 409, and the
+// later send stays held.
+func TestSettleFormForAnEarlierSendIsRefused(t *testing.T) {
+	f := memoryFixture(t, Config{})
+	k := testKey("acme", secretKey)
+	hold(t, f.store, k)
+	f.clock.Add(time.Hour)
+	ref := f.actionRef()
+	bob := f.settleForm(ref, false) // read for the first send
+	bob.Set("name", "bob")
+	if code, page := f.do("POST", "/action/"+ref+"/settle", testToken, f.settleForm(ref, false)); code != http.StatusSeeOther {
+		t.Fatalf("alice's settle: %d\n%s", code, page)
+	}
+	hold(t, f.store, k) // the next request sent it again, and it is held again
+	f.clock.Add(time.Hour)
+	code, page := f.do("POST", "/action/"+ref+"/settle", testToken, bob)
+	rec := mustGet(t, f.store, k)
+	if code != http.StatusConflict || !strings.Contains(page, "sent or settled again") || rec.State != ledger.StateUncertain {
+		t.Fatalf("bob's form for the first send: status %d, record %s; want 409 \"Changed\" and the second send still held:\n%s", code, rec.State, page)
+	}
+	// Read again, the page's form settles the send it shows.
+	if code, page := f.do("POST", "/action/"+ref+"/settle", testToken, f.settleForm(ref, false)); code != http.StatusSeeOther {
+		t.Fatalf("a form read for the second send: %d\n%s", code, page)
+	}
+}
