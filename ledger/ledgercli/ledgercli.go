@@ -169,9 +169,24 @@ func resolve(ctx context.Context, s ledger.Store, k ledger.Key, res ledger.Resol
 		fmt.Fprintf(w, "released %s: never sent, recorded %s\n", k.ID()[:12], strconv.Quote(r.State.String()))
 		return nil
 	}
+	if res.State == ledger.StateFailed && r.State == ledger.StateUncertain {
+		// The store's clock found the last send's settle time running
+		// (ledger.Reservation.Trust): nothing was settled.
+		until := "its end"
+		if rec, err := s.Get(ctx, k); err == nil && !rec.SettleUntil.IsZero() {
+			until = rec.SettleUntil.UTC().Format(time.RFC3339)
+		}
+		return fmt.Errorf("%s stays uncertain: %w; run this again after %s", k.ID()[:12], errSettling, until)
+	}
 	fmt.Fprintf(w, "resolved %s: %s\n", k.ID()[:12], strconv.Quote(r.State.String()))
 	return nil
 }
+
+// errSettling is why "ledger resolve --failed" settled nothing (exit
+// status 1): the settle time of the action's last send has not ended, so a
+// request already sent may still reach the provider, and the store keeps
+// the action uncertain (ledger.Reservation.Trust).
+var errSettling = errors.New("the settle time of its last send has not ended: a request already sent may still reach the provider")
 
 // Resolve settles one stuck action the way any owner would, the one path
 // of "ledger resolve" and the operator console: it takes the action over

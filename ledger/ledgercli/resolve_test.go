@@ -1,6 +1,7 @@
 package ledgercli_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -113,5 +114,37 @@ func TestResolveAfterAnotherSettledNamesIt(t *testing.T) {
 	}
 	if rec.State != ledger.StateFailed || rec.Settlement == nil || rec.Settlement.By != "alice" {
 		t.Errorf("record: %s, settlement %+v; want failed, alice's", rec.State, rec.Settlement)
+	}
+}
+
+// "ledger resolve --failed" inside the last send's settle time settles
+// nothing (the store keeps the action uncertain: a request already sent
+// may still reach the provider), and says so: exit status 1 naming when
+// to run it again, never "resolved" and 0.
+func TestResolveFailedInsideTheSettleTimeExitsOne(t *testing.T) {
+	ctx := context.Background()
+	clock := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
+	s := ledger.NewMemory(ledger.MemoryConfig{Now: func() time.Time { return clock }})
+	k := ledger.Key{Tenant: "acme", Operation: "charge", Key: "c-1"}
+	res, err := s.Reserve(ctx, ledger.ReserveRequest{Key: k, Fingerprint: "f", Owner: "worker-1", MarksSending: true, Sending: true})
+	if err != nil || !res.Verdict.Owns() {
+		t.Fatalf("Reserve: %v %v", res.Verdict, err)
+	}
+	if err := s.Fail(ctx, k, res.Token, ledger.Failure{EffectPossible: true, Reason: "timeout after the send"}); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(time.Second) // inside the settle time
+	open := func(context.Context, string) (ledger.Store, func(), error) { return s, func() {}, nil }
+	var out, errOut bytes.Buffer
+	code := ledgercli.Run([]string{"resolve", "--url", "mem://", "--tenant", "acme", "--operation", "charge", "--key", "c-1",
+		"--failed", "--reason", "not in the provider's log", "--owner", "alice"}, &out, &errOut, open)
+	rec, err := s.Get(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 1 || out.Len() != 0 || !strings.Contains(errOut.String(), "settle time of its last send has not ended") ||
+		!strings.Contains(errOut.String(), rec.SettleUntil.UTC().Format(time.RFC3339)) || rec.State != ledger.StateUncertain {
+		t.Fatalf("exit %d, stdout %q, stderr %q, record %s; want 1, nothing on stdout, the settle time's end on stderr, still uncertain",
+			code, out.String(), errOut.String(), rec.State)
 	}
 }
