@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -229,9 +230,16 @@ func (c *coalescer) decide(ctx context.Context, k groupKey, in slotRequest, run 
 		return slotResult{}, ctx.Err()
 	case <-timer.C:
 		c.withdraw(g, p)
-		return slotResult{}, fmt.Errorf("limiter: no decision within %v: %w", c.timeout, context.DeadlineExceeded)
+		return slotResult{}, fmt.Errorf("limiter: no decision within %v: %w (%w)", c.timeout, context.DeadlineExceeded, errWaitedInProcess)
 	}
 }
+
+// errWaitedInProcess marks a caller that gave up waiting in this process
+// for a batch's round trip, by its own timer: the round trips themselves
+// report how Redis answered (a lone leader's, and a batch's to the
+// callers still in it), so this says nothing about Redis. A process
+// crowded by one tenant's flood times its waiters out with Redis healthy.
+var errWaitedInProcess = errors.New("waited in this process for a shared round trip")
 
 // withdraw takes p out of g's waiting callers if it is still there. Once
 // its batch is in flight p stays in it, and the driver's answer goes

@@ -163,3 +163,59 @@ func testCoalescedLeaderContext(t *testing.T, ctxTimeouts bool) {
 		t.Errorf("the caller behind the leader: %+v, %v; want allowed once Redis answers", res.d, res.err)
 	}
 }
+
+// TestCallerTimedOutInProcessLeavesRedisAvailable: a caller that gives up
+// waiting in this process for a shared round trip (a group held busy here,
+// as one tenant's flood keeps it) fails alone. Its own timer says nothing
+// about Redis, which answers at once: the next decision goes to Redis,
+// not refused as unavailable for a ProbeInterval, with or without the
+// fair queue.
+func TestCallerTimedOutInProcessLeavesRedisAvailable(t *testing.T) {
+	for _, queue := range []bool{false, true} {
+		t.Run(fmt.Sprintf("queue=%v", queue), func(t *testing.T) {
+			const timeout = 100 * time.Millisecond
+			srv := redistest.Start(t)
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+			t.Cleanup(func() { _ = rdb.Close() })
+			cfg := RedisConfig{
+				Limits:        []Limit{PerSecond(1000).WithBurst(10)},
+				BoundaryKey:   redistest.BoundaryKey(),
+				Prefix:        redistest.Prefix(t),
+				Timeout:       timeout,
+				OnUnavailable: FailClosed,
+				ProbeInterval: time.Hour,
+			}
+			if queue {
+				cfg.Queue = &FairQueue{MaxWait: time.Second}
+			}
+			l, err := NewRedis(rdb, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Request{Boundary: "b", Owner: "flooded"}
+			waitRecovered(t, l, r)
+
+			// Hold the caller's group busy, as a round trip in flight
+			// would, with no driver: the caller waits here until its
+			// timer fires.
+			k := groupKey{boundary: r.Boundary}
+			if l.ownerKeys != nil {
+				k.owner = r.Owner
+			}
+			l.batch.mu.Lock()
+			l.batch.groups[k] = &group{}
+			l.batch.mu.Unlock()
+			if _, err := l.Allow(context.Background(), r); !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("caller held in this process: %v; want ErrUnavailable from its own timer", err)
+			}
+			l.batch.mu.Lock()
+			delete(l.batch.groups, k)
+			l.batch.mu.Unlock()
+
+			d, err := l.Allow(context.Background(), Request{Boundary: "b", Owner: "other"})
+			if err != nil || !d.Allowed || d.Fallback {
+				t.Fatalf("the next decision: %+v, %v; want Redis's grant", d, err)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -171,7 +172,9 @@ func (l *Redis) allowBatched(ctx context.Context, r Request, now time.Time) (Dec
 			return Decision{}, ctxErr
 		}
 		if err != nil {
-			l.health.Failed(l.now(), err)
+			if !errors.Is(err, errWaitedInProcess) {
+				l.health.Failed(l.now(), err)
+			}
 			return l.unavailable(r, now, err)
 		}
 		l.health.Succeeded()
