@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/redistest"
 )
 
 // destinationFlood is how many distinct destinations the bound tests add:
@@ -55,5 +57,34 @@ func TestLocalBudgetBoundedAt100kDestinations(t *testing.T) {
 	}
 	if v := b.dests.Visited(); v > 2*destinationFlood {
 		t.Errorf("new destinations examined %d others for %d calls, want at most 2 each", v, destinationFlood)
+	}
+}
+
+// TestRedisBudgetPendingBoundedAt100kDestinations: the Redis budget counts
+// each destination's deposits in the process until its next round trip,
+// and kept every destination it saw for five minutes with no cap. At 100k
+// destinations within one flush interval it remembers at most its cap,
+// examining at most two others per new destination, and a destination in
+// use keeps the deposits it has not sent yet.
+func TestRedisBudgetPendingBoundedAt100kDestinations(t *testing.T) {
+	b := newRedis(t, redistest.Client(t), RedisConfig{Prefix: redistest.Prefix(t)})
+	b.now = func() time.Time { return t0 } // one instant: nothing is flushed
+	ctx := t.Context()
+	for i := range destinationFlood {
+		b.Deposit(ctx, "h"+strconv.Itoa(i)+".attacker.example")
+		if i%1000 == 0 {
+			b.Deposit(ctx, "api.partner.example")
+		}
+	}
+	b.dests.mu.Lock()
+	defer b.dests.mu.Unlock()
+	if n := b.dests.dests.Len(); n > maxDestinations {
+		t.Errorf("%d destinations remembered, cap %d", n, maxDestinations)
+	}
+	if v := b.dests.dests.Visited(); v > 2*destinationFlood {
+		t.Errorf("new destinations examined %d others for %d calls, want at most 2 each", v, destinationFlood)
+	}
+	if d, ok := b.dests.dests.Get("api.partner.example"); !ok || d.n.Load() != destinationFlood/1000 {
+		t.Errorf("the destination in use: remembered %v; want its %d deposits not yet sent", ok, destinationFlood/1000)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/internal/keyedhash"
+	"github.com/retrybudget/retrybudget/internal/lru"
 )
 
 // pending is one destination's deposits not yet sent to Redis. Deposits
@@ -23,60 +24,35 @@ type pending struct {
 	sent atomic.Int64
 }
 
-// pendings maps destinations to their pending deposits, forgetting those
-// idle for longer than idleTimeout, as Local does.
+// pendings maps destinations to their pending deposits: at most
+// maxDestinations of them, the least recently used forgotten first, and
+// those idle for longer than idleTimeout dropped as others are added, as
+// Local does. A destination is the URL host by default, which a caller may
+// choose (webhook delivery). Forgetting one drops deposits not yet sent,
+// which only makes the budget stricter.
 type pendings struct {
-	mu    sync.RWMutex // guards dests
-	dests map[string]*pending
-	// swept is when, in Unix nanoseconds, idle destinations were last
-	// evicted.
-	swept  atomic.Int64
+	mu     sync.Mutex // guards dests
+	dests  *lru.Map[string, *pending]
 	prefix string           // immutable
 	keyed  keyedhash.Hasher // names destinations (DestinationKey); immutable
-	every  time.Duration    // sweep interval; immutable
 }
 
-func newPendings(keyed keyedhash.Hasher, prefix string, every time.Duration) *pendings {
-	return &pendings{dests: map[string]*pending{}, keyed: keyed, prefix: prefix, every: every}
+func newPendings(keyed keyedhash.Hasher, prefix string) *pendings {
+	idle := func(d *pending, now time.Time) bool { return now.UnixNano()-d.sent.Load() > int64(idleTimeout) }
+	return &pendings{dests: lru.New[string](maxDestinations, idle), keyed: keyed, prefix: prefix}
 }
 
 // get returns dest's pending deposits, creating them at now.
 func (p *pendings) get(dest string, now time.Time) *pending {
-	p.mu.RLock()
-	d := p.dests[dest]
-	p.mu.RUnlock()
-	if d != nil {
-		return d
-	}
-	p.sweep(now)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if d = p.dests[dest]; d == nil {
+	d, ok := p.dests.Get(dest)
+	if !ok {
 		// The first deposits wait for a flush interval too: with no
 		// round trip yet, "sent" starts now.
 		d = &pending{key: destKey(p.keyed, p.prefix, dest)}
 		d.sent.Store(now.UnixNano())
-		p.dests[dest] = d
+		p.dests.Put(dest, d, now)
 	}
 	return d
-}
-
-// sweep evicts idle destinations, at most once per sweep interval. It runs
-// only when a destination is added, the only time the map grows. A caller
-// that fetched an entry just before it was evicted counts one deposit into
-// it that is never sent: the entry was idle for minutes, and a lost
-// deposit only makes the budget stricter.
-func (p *pendings) sweep(now time.Time) {
-	last := p.swept.Load()
-	if now.UnixNano()-last < int64(p.every) || !p.swept.CompareAndSwap(last, now.UnixNano()) {
-		return
-	}
-	idle := now.Add(-idleTimeout).UnixNano()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for k, d := range p.dests {
-		if d.sent.Load() < idle {
-			delete(p.dests, k)
-		}
-	}
 }

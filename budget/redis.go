@@ -108,7 +108,7 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 	b := &Redis{
 		rdb:        rdb,
 		script:     newScript(r),
-		dests:      newPendings(keyed, rulePrefix(prefix, r.Window), r.Window),
+		dests:      newPendings(keyed, rulePrefix(prefix, r.Window)),
 		timeout:    orDefault(cfg.Timeout, DefaultTimeout),
 		flushEvery: int64(flush),
 		stale:      int64(r.Window),

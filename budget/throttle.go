@@ -24,11 +24,12 @@ type ThrottleConfig struct {
 	Window time.Duration
 }
 
-// maxDestinations caps the destinations a Throttle or a Local budget
-// remembers. The destination is the URL host by default, which a caller
-// may control (webhook delivery), so without a cap the set grows with
-// whatever hosts it names. Past the cap the least recently used is
-// forgotten: it starts again with no history, as after an idle spell.
+// maxDestinations caps the destinations a Throttle, a Local budget, an
+// Overload or a Redis budget's pending deposits remember. The destination
+// is the URL host by default, which a caller may control (webhook
+// delivery), so without a cap the set grows with whatever hosts it names.
+// Past the cap the least recently used is forgotten: it starts again with
+// no history, as after an idle spell.
 const maxDestinations = 10_000
 
 // Throttle is client-side throttling as described in Google's SRE
