@@ -193,3 +193,76 @@ func TestFullLedgerAnswers503(t *testing.T) {
 		t.Errorf("handler ran %d times, want 3", n)
 	}
 }
+
+// TestTenantResponsesInFlightStayWithinItsQuota: a tenant's quota is
+// checked when an action's record is created, small, and its response is
+// stored later. A tenant holding many requests in flight at once, each
+// answered with a 64 KiB body, keeps within its share of the default
+// store: the responses past it are stored as a hash (their replays carry
+// the status, an empty body and HeaderBodyOmitted), each handler runs
+// once, and another tenant's response is still stored whole. Before, two
+// tenants doing so with 900 requests each filled the store and every
+// other tenant was refused for a day.
+func TestTenantResponsesInFlightStayWithinItsQuota(t *testing.T) {
+	const inFlight = 40 // 40 x 64 KiB: four times the tenant's 1/100 of 64 MiB
+	body := strings.Repeat("x", 64<<10)
+	var runs atomic.Int64
+	arrived := make(chan struct{}, inFlight)
+	release := make(chan struct{})
+	h := idempotency.New(idempotency.Config{Tenant: testTenant})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		if r.Header.Get("X-Tenant") == "mallory" {
+			arrived <- struct{}{}
+			<-release
+		}
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(body))
+	}))
+	send := func(tenant, key string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/things", strings.NewReader(`{}`))
+		r.Header.Set("Idempotency-Key", key)
+		r.Header.Set("X-Tenant", tenant)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	done := make(chan int, inFlight)
+	for i := range inFlight {
+		go func() { done <- send("mallory", strconv.Itoa(i)).Code }()
+	}
+	for range inFlight {
+		<-arrived // every request holds its record, in progress, before any completes
+	}
+	close(release)
+	for range inFlight {
+		if code := <-done; code != http.StatusCreated {
+			t.Fatalf("a request in flight: %d; want 201", code)
+		}
+	}
+	whole, hashed := 0, 0
+	for i := range inFlight {
+		w := send("mallory", strconv.Itoa(i))
+		switch {
+		case w.Code == http.StatusCreated && w.Body.String() == body:
+			whole++
+		case w.Code == http.StatusCreated && w.Body.Len() == 0 && w.Header().Get(idempotency.HeaderBodyOmitted) != "":
+			hashed++
+		default:
+			t.Fatalf("replay %d: %d, %d bytes, headers %v", i, w.Code, w.Body.Len(), w.Header())
+		}
+	}
+	// 1/100 of the default 64 MiB holds about ten such responses.
+	quota := int(ledger.DefaultMaxBytes / 100 / len(body))
+	if whole > quota || hashed == 0 {
+		t.Fatalf("%d replays with their body, %d as a hash; want at most %d with it", whole, hashed, quota)
+	}
+	if w := send("bystander", "b1"); w.Code != http.StatusCreated || w.Body.String() != body {
+		t.Fatalf("another tenant: %d, %d bytes; want 201 with its body", w.Code, w.Body.Len())
+	}
+	if w := send("bystander", "b1"); w.Body.String() != body {
+		t.Fatalf("another tenant's replay: %d bytes; want its body, stored whole", w.Body.Len())
+	}
+	if n := runs.Load(); n != inFlight+1 {
+		t.Fatalf("handler ran %d times; want %d", n, inFlight+1)
+	}
+}

@@ -20,15 +20,19 @@ type MemoryConfig struct {
 	MaxRecords int
 	// MaxBytes caps the bytes of records the store holds, as it estimates
 	// them (keys, fingerprint, headers, body, attempts and a fixed
-	// overhead). It is checked when a record is created: completing a
-	// record in progress never fails for space, so the store may pass
-	// MaxBytes by the outcomes of the records then in progress (each at
-	// most Config.MaxBody). Zero means DefaultMaxBytes (64 MiB); negative
-	// means no cap.
+	// overhead). It is checked when a record is created. Completing a
+	// record in progress never fails for space: an outcome whose body
+	// would take the store past MaxBytes, or its tenant past
+	// TenantMaxBytes, is kept without it (Outcome.BodyOmitted, its hash and
+	// length kept), as a body over Config.MaxBody is, so records admitted
+	// small while in progress cannot grow past the caps together. Zero
+	// means DefaultMaxBytes (64 MiB); negative means no cap.
 	MaxBytes int64
 	// TenantMaxRecords and TenantMaxBytes cap what one tenant (Key.Tenant)
 	// holds, so one caller cannot fill the store for all; Reserve beyond
-	// them fails with ErrTenantFull. Zero or negative means no quota.
+	// them fails with ErrTenantFull, and an outcome's body beyond
+	// TenantMaxBytes is not kept (see MaxBytes). Zero or negative means no
+	// quota.
 	TenantMaxRecords int
 	TenantMaxBytes   int64
 }
@@ -267,6 +271,11 @@ func (m *Memory) Complete(ctx context.Context, k Key, token int64, o Outcome) er
 	e.rec.State = StateCompleted
 	e.rec.LeaseUntil = time.Time{}
 	e.rec.Outcome = stored
+	if stored.Body != nil && m.quota.exceeds(k.Tenant, recordSize(&e.rec)-e.size) {
+		// Admitted small while in progress, the record would take its
+		// tenant or the store past the bytes cap with this body.
+		stored.Body, stored.BodyOmitted = nil, true
+	}
 	m.track(e)
 	return nil
 }

@@ -90,6 +90,19 @@ func (q *quota) admit(k Key, size int64, now time.Time) error {
 	return nil
 }
 
+// exceeds reports whether size bytes more for tenant would take it past
+// its byte quota, or the store past its byte cap.
+func (q *quota) exceeds(tenant string, size int64) bool {
+	if size <= 0 {
+		return false
+	}
+	var held int64
+	if u := q.tenants[tenant]; u != nil {
+		held = u.bytes
+	}
+	return (q.tenantBytes > 0 && held+size > q.tenantBytes) || (q.maxBytes > 0 && q.bytes+size > q.maxBytes)
+}
+
 // add counts n records and size bytes more (or fewer, when negative) for
 // tenant.
 func (q *quota) add(tenant string, n, size int64) {

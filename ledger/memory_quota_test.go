@@ -132,3 +132,74 @@ func TestMemoryFullSaysWhenRoomComesBack(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryOutcomesInFlightStayWithinTheQuotas: the byte caps are checked
+// when a record is created, small; its outcome comes later. A tenant that
+// holds many actions in progress at once, each answered with a large body,
+// stays within its quota (and the store within its cap): the outcomes that
+// would pass it are kept without their body, their hash and length kept,
+// and under a tenant quota another tenant still has its share.
+func TestMemoryOutcomesInFlightStayWithinTheQuotas(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  MemoryConfig
+		cap  int64
+	}{
+		{"tenant quota", MemoryConfig{TenantMaxBytes: 64 << 10}, 64 << 10},
+		{"store cap", MemoryConfig{MaxBytes: 64 << 10}, 64 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMemory(tc.cfg)
+			body := make([]byte, 8<<10)
+			var tokens []int64
+			var keys []Key
+			for i := range 40 { // 40 x 8 KiB: five times the quota, admitted small
+				k := Key{Tenant: "mallory", Operation: "POST /things", Key: fmt.Sprint("k", i)}
+				res, err := m.Reserve(t.Context(), ReserveRequest{Key: k, Fingerprint: "fp"})
+				if err != nil {
+					t.Fatalf("reserve %d: %v", i, err)
+				}
+				keys, tokens = append(keys, k), append(tokens, res.Token)
+			}
+			omitted := 0
+			for i, k := range keys {
+				if err := m.Complete(t.Context(), k, tokens[i], Outcome{Status: 201, Body: body}); err != nil {
+					t.Fatalf("complete %d: %v", i, err)
+				}
+				rec, err := m.Get(t.Context(), k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o := rec.Outcome
+				if o.BodyOmitted {
+					omitted++
+					if o.Body != nil || o.BodyLen != int64(len(body)) || o.BodyHash == "" {
+						t.Fatalf("outcome %d kept without its body: %+v; want no body, its hash and length", i, o)
+					}
+				}
+			}
+			m.mu.Lock()
+			held := m.quota.bytes
+			m.mu.Unlock()
+			// Records without a body still grow a little past their
+			// creation: the status, the hash and the attempt.
+			if slack := int64(len(keys)) * 256; held > tc.cap+slack || omitted == 0 || omitted == len(keys) {
+				t.Fatalf("%d bytes held, %d of %d outcomes without their body; want at most %d and some of each", held, omitted, len(keys), tc.cap+slack)
+			}
+			if tc.cfg.TenantMaxBytes == 0 {
+				return
+			}
+			k := Key{Tenant: "alice", Operation: "POST /things", Key: "a1"}
+			res, err := m.Reserve(t.Context(), ReserveRequest{Key: k, Fingerprint: "fp"})
+			if err != nil {
+				t.Fatalf("alice refused because of mallory: %v", err)
+			}
+			if err := m.Complete(t.Context(), k, res.Token, Outcome{Status: 201, Body: body}); err != nil {
+				t.Fatal(err)
+			}
+			if rec, err := m.Get(t.Context(), k); err != nil || rec.Outcome.BodyOmitted {
+				t.Fatalf("alice's outcome: %+v, %v; want it kept whole", rec.Outcome, err)
+			}
+		})
+	}
+}
