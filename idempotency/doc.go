@@ -52,8 +52,10 @@
 // A replay carries the stored status, the stored headers (the store's
 // ledger.Config.Headers: Content-Type, Location, ETag and a few more by
 // default; never Set-Cookie) and the stored body, plus HeaderReplayed
-// ("Idempotent-Replayed: true"). Retry-After on 409 is when the running
-// request's lease ends, rounded up to whole seconds.
+// ("Idempotent-Replayed: true"). Retry-After on 409 is what is left of how
+// long the operation usually takes for the tenant, in whole seconds, at
+// least one and never past the running request's lease (see
+// Config.PendingRetryAfter).
 //
 // # The handler's contract
 //
