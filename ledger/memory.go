@@ -271,7 +271,7 @@ func (m *Memory) Complete(ctx context.Context, k Key, token int64, o Outcome) er
 	e.rec.State = StateCompleted
 	e.rec.LeaseUntil = time.Time{}
 	e.rec.Outcome = stored
-	if stored.Body != nil && m.quota.exceeds(k.Tenant, recordSize(&e.rec)-e.size) {
+	if len(stored.Body) > 0 && m.quota.exceeds(k.Tenant, recordSize(&e.rec)-e.size) {
 		// Admitted small while in progress, the record would take its
 		// tenant or the store past the bytes cap with this body.
 		stored.Body, stored.BodyOmitted = nil, true
