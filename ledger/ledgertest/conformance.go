@@ -49,6 +49,7 @@ var cases = []struct {
 	{"Sweep", testSweep},
 	{"Reconcile", testReconcile},
 	{"ExpiryAfterRetention", testExpiryAfterRetention},
+	{"FencedWritesPastRetentionAreRefused", testFencedWritesPastRetention},
 	{"ExpiryReported", testExpiryReported},
 	{"DeadOwnerOutlivesAShortRetention", testDeadOwnerOutlivesAShortRetention},
 	{"ConcurrentReserveOneWins", testConcurrentReserve},

@@ -127,6 +127,45 @@ func testExpiryAfterRetention(t *testing.T, h Harness) {
 	}
 }
 
+// testFencedWritesPastRetention: an owner that stalls past its record's
+// retention (ExpiresAt: its lease and the lease after it over too) holds
+// nothing. The record may still be kept a while, so that a Reserve can
+// tell expired from absent, but the owner's mark, attempt, outcome and
+// failure are all refused: a mark accepted there would let it send an
+// action the next Reserve creates and sends anew.
+func testFencedWritesPastRetention(t *testing.T, h Harness) {
+	ctx := t.Context()
+	// Each write on an action of its own: one accepted would change the
+	// state the others are refused on.
+	writes := []struct {
+		name  string
+		write func(k ledger.Key, token int64) error
+	}{
+		{"MarkSending", func(k ledger.Key, token int64) error { return h.MarkSending(ctx, k, token) }},
+		{"AddAttempt", func(k ledger.Key, token int64) error { _, err := h.AddAttempt(ctx, k, token, "transport"); return err }},
+		{"Complete", func(k ledger.Key, token int64) error { return h.Complete(ctx, k, token, ledger.Outcome{Status: 200}) }},
+		{"Fail", func(k ledger.Key, token int64) error { return h.Fail(ctx, k, token, ledger.Failure{Reason: "gave up"}) }},
+	}
+	tokens := make([]int64, len(writes))
+	key := func(i int) ledger.Key {
+		return ledger.Key{Tenant: keyA.Tenant, Operation: keyA.Operation, Key: writes[i].name}
+	}
+	for i := range writes {
+		tokens[i] = h.reserve(t, ledger.ReserveRequest{Key: key(i), Fingerprint: fpA, Owner: "w1", Lease: h.Short / 2, Retention: h.Short, MarksSending: true}).Token
+	}
+	h.Advance(t, 2*h.Short)
+	for i, w := range writes {
+		if err := w.write(key(i), tokens[i]); !errors.Is(err, ledger.ErrNotOwner) {
+			t.Errorf("%s past the record's retention: %v; want ErrNotOwner", w.name, err)
+		}
+		again := h.reserve(t, ledger.ReserveRequest{Key: key(i), Fingerprint: fpA, Owner: "w2", MarksSending: true})
+		if again.Verdict != ledger.VerdictCreated || again.Record.Sending || again.Record.Outcome != nil {
+			t.Errorf("after %s, the next Reserve: %s, sending %v, outcome %v; want a new action, never marked",
+				w.name, again.Verdict, again.Record.Sending, again.Record.Outcome)
+		}
+	}
+}
+
 func testConcurrentReserve(t *testing.T, h Harness) {
 	const n = 50
 	var (

@@ -7,7 +7,8 @@
 -- ARGV[3] attempts kept (Config.MaxAttempts)
 -- ARGV[4] this call's nonce (see fail.lua's wn)
 --
--- Returns {n, now ms, owner}, or 0 when the token is not current.
+-- Returns {n, now ms, owner}, or 0 when the token is not current or the
+-- record is past its retention.
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -20,13 +21,19 @@ local function trim(n)
   end
 end
 
-local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd', 'wn', 'na')
+-- A record past its retention (ea) is kept for ledger.ExpiryGrace only so
+-- that reserve.lua can tell expired from absent: it is no one's to write
+-- (renew.lua refuses it too), and the next Reserve creates the action anew.
+local function expired(ea) return ea ~= false and ea ~= nil and now > tonumber(ea) end
+
+local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd', 'wn', 'na', 'ea')
 if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
 if f[5] == ARGV[4] then
   -- This very call ran already: its entry is the newest one.
   local e = cjson.decode(redis.call('HGET', KEYS[1], 'a' .. f[6]))
   return {tonumber(f[6]), e.at, f[3]}
 end
+if expired(f[7]) then return 0 end
 
 local n = redis.call('HINCRBY', KEYS[1], 'na', 1)
 local a = cjson.encode({at = int(now), class = ARGV[2], owner = f[3], token = f[2]})

@@ -16,12 +16,19 @@
 -- ARGV[10] attempts kept (Config.MaxAttempts)
 -- ARGV[11] this call's nonce (see fail.lua's wn)
 --
--- Returns 1, or 0 when the token is not current. The expiry is left
--- alone: retention counts from creation.
+-- Returns 1, or 0 when the token is not current or the record is past
+-- its retention. The expiry is left alone: retention counts from creation.
 
-local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd', 'wn')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- A record past its retention (ea) is kept for ledger.ExpiryGrace only so
+-- that reserve.lua can tell expired from absent: it is no one's to write
+-- (renew.lua refuses it too), and the next Reserve creates the action anew.
+local function expired(ea) return ea ~= false and ea ~= nil and now > tonumber(ea) end
+
+local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd', 'wn', 'ea')
 if f[1] == 'completed' and f[2] == ARGV[1] and f[5] == ARGV[11] then return 1 end
-if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
+if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] or expired(f[6]) then return 0 end
 -- w is every field the outcome writes, in one HSET.
 local w = {'st', 'completed', 'lu', '0', 'wn', ARGV[11],
   'os', ARGV[2], 'oh', ARGV[3], 'ob', ARGV[4], 'obh', ARGV[5],
@@ -29,8 +36,6 @@ local w = {'st', 'completed', 'lu', '0', 'wn', ARGV[11],
 -- The send this settles, recorded as attempt.lua records one: a history
 -- entry and the settle time started again (no sd: see mark.lua).
 if ARGV[9] ~= '' then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local function int(n) return string.format('%d', n) end
   local n = redis.call('HINCRBY', KEYS[1], 'na', 1)
   local a = cjson.encode({at = int(now), class = ARGV[9], owner = f[3], token = f[2]})

@@ -15,16 +15,22 @@
 --         under its token, answers as the first run did and writes
 --         nothing. complete.lua, settle.lua and attempt.lua do the same.
 --
--- Returns 1, or 0 when the token is not current.
+-- Returns 1, or 0 when the token is not current or the record is past
+-- its retention.
 
-local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd', 'wn')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- A record past its retention (ea) is kept for ledger.ExpiryGrace only so
+-- that reserve.lua can tell expired from absent: it is no one's to write
+-- (renew.lua refuses it too), and the next Reserve creates the action anew.
+local function expired(ea) return ea ~= false and ea ~= nil and now > tonumber(ea) end
+
+local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd', 'wn', 'ea')
 if f[1] == ARGV[2] and f[2] == ARGV[1] and f[5] == ARGV[6] then return 1 end
-if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
+if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] or expired(f[6]) then return 0 end
 -- The send this settles, recorded as attempt.lua records one: a history
 -- entry and the settle time started again (no sd: see mark.lua).
 if ARGV[4] ~= '' then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local function int(n) return string.format('%d', n) end
   local n = redis.call('HINCRBY', KEYS[1], 'na', 1)
   local a = cjson.encode({at = int(now), class = ARGV[4], owner = f[3], token = f[2]})

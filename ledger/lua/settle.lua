@@ -12,14 +12,18 @@
 --          complete.lua takes them
 --
 -- Returns the settlement's time (Unix ms, the server's clock), or 0 when
--- the token is not current.
-
-local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'wn', 'xa')
-if f[1] ~= 'in-progress' and f[2] == ARGV[1] and f[3] == ARGV[6] then return tonumber(f[4]) end
-if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] then return 0 end
+-- the token is not current or the record is past its retention.
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- A record past its retention (ea) is kept for ledger.ExpiryGrace only so
+-- that reserve.lua can tell expired from absent: it is no one's to write
+-- (renew.lua refuses it too), and the next Reserve creates the action anew.
+local function expired(ea) return ea ~= false and ea ~= nil and now > tonumber(ea) end
+
+local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'wn', 'xa', 'ea')
+if f[1] ~= 'in-progress' and f[2] == ARGV[1] and f[3] == ARGV[6] then return tonumber(f[4]) end
+if f[1] ~= 'in-progress' or f[2] ~= ARGV[1] or expired(f[5]) then return 0 end
 
 redis.call('HSET', KEYS[1], 'lu', '0', 'xb', ARGV[3], 'xr', ARGV[4], 'xf', ARGV[5],
   'xp', ARGV[2], 'xa', string.format('%d', now), 'wn', ARGV[6])
