@@ -24,6 +24,15 @@ import (
 
 // NewClient returns a go-github client for token that sends through rt to
 // baseURL ("https://api.github.com/" in production).
+//
+// Its own rate-limit check is off (github.Client.DisableRateLimitCheck).
+// With it on, go-github refuses a call by itself, sending nothing, while
+// the last answer said the quota is spent or a secondary limit applies:
+// the Transport never sees the call, so retrybudget.Captured.Next can only
+// read the refusal as a final answer (StepStop), and a worker drops a job
+// that would succeed after the reset. The GitHub preset's limiter and
+// Retry-After handling pause the calls instead, and Next says when to
+// come back. Set it on a go-github client you build yourself.
 func NewClient(token, baseURL string, rt http.RoundTripper) (*github.Client, error) {
 	u, err := url.Parse(strings.TrimSuffix(baseURL, "/") + "/")
 	if err != nil {
@@ -31,5 +40,6 @@ func NewClient(token, baseURL string, rt http.RoundTripper) (*github.Client, err
 	}
 	c := github.NewClient(&http.Client{Transport: rt}).WithAuthToken(token)
 	c.BaseURL = u
+	c.DisableRateLimitCheck = true
 	return c, nil
 }

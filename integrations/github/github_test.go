@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,5 +64,69 @@ func TestGitHubSecondaryLimitEndsAtOnce(t *testing.T) {
 	o, _ := out.Last()
 	if !errors.Is(o.Reason, retrybudget.ErrWaitTooLong) || o.RetryAt.Sub(start) < 59*time.Second {
 		t.Fatalf("outcome %+v, want ErrWaitTooLong with RetryAt a minute on", o)
+	}
+}
+
+// A worker reuses one client for its jobs. After an answer that says the
+// quota is spent until a reset (x-ratelimit-remaining: 0), or that a
+// secondary limit applies (retry-after), the next job's call still reaches
+// the Transport: go-github's own check, which refuses it sending nothing,
+// is off, and the job's Next says when to come back (StepRetry), never
+// StepStop, which drops a job that succeeds after the reset.
+func TestNextJobAfterARateLimitAnswerIsRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reply func(n int) *fakes.Reply
+	}{
+		{"quota spent", func(n int) *fakes.Reply {
+			h := http.Header{}
+			h.Set("X-RateLimit-Limit", "5000")
+			h.Set("X-RateLimit-Remaining", "0")
+			h.Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10))
+			h.Set("X-RateLimit-Resource", "core")
+			if n > 1 { // the quota is spent: GitHub refuses the next one
+				return &fakes.Reply{Status: http.StatusForbidden, Header: h,
+					Body: `{"message":"API rate limit exceeded","documentation_url":"https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"}`}
+			}
+			return &fakes.Reply{Status: http.StatusCreated, Header: h, AfterEffect: true,
+				Body: `{"id":1,"number":1,"title":"t","state":"open"}`}
+		}},
+		{"secondary limit", func(int) *fakes.Reply {
+			h := http.Header{}
+			h.Set("Retry-After", "60")
+			return &fakes.Reply{Status: http.StatusForbidden, Header: h,
+				Body: `{"message":"You have exceeded a secondary rate limit.","documentation_url":"https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := sdktest.Start(t, sdk)
+			var posts atomic.Int32
+			p.Fail(func(r *http.Request) *fakes.Reply {
+				if r.Method != http.MethodPost {
+					return nil
+				}
+				return tc.reply(int(posts.Add(1)))
+			})
+			c, err := rbgithub.NewClient("ghp_test", p.URL(), sdktest.NewTransport(sdk, p, retrybudget.Config{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			job := func(key string) (retrybudget.Step, retrybudget.Outcome, error) {
+				ctx, out := retrybudget.CaptureOutcome(retrybudget.WithAction(context.Background(),
+					retrybudget.Action{Tenant: "acme", Operation: "issue", Key: key}))
+				_, _, err := c.Issues.Create(ctx, "o", "r", &github.IssueRequest{Title: github.Ptr("t")})
+				step, o := out.Next(err)
+				return step, o, err
+			}
+			job("job-1")
+			before := posts.Load()
+			step, o, err := job("job-2")
+			if posts.Load() == before {
+				t.Fatalf("job 2 never reached the provider: %v", err)
+			}
+			if step != retrybudget.StepRetry || o.RetryAt.IsZero() {
+				t.Fatalf("job 2: Next %v, RetryAt %v (SDK error %v); want StepRetry with when to come back", step, o.RetryAt, err)
+			}
+		})
 	}
 }
