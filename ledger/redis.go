@@ -36,6 +36,8 @@ var (
 	markLua string
 	//go:embed lua/tenant.lua
 	tenantLua string
+	//go:embed lua/tenantkeep.lua
+	tenantKeepLua string
 )
 
 // RedisConfig configures a Redis store. It requires Config.FingerprintKeys,
@@ -77,10 +79,12 @@ type RedisConfig struct {
 	// records the tenant holds still go. Each tenant has an index (a sorted
 	// set named after a hash of the tenant, in its own cluster slot) that
 	// Reserve checks first: one more round trip per Reserve, two when it
-	// refuses. A record counts from its first Reserve until it is gone at
-	// the latest (retention, leases and ExpiryGrace), also when that
-	// Reserve wrote nothing (VerdictDelayed): the count errs towards
-	// refusing the tenant. Zero or negative means no quota.
+	// refuses, and one more per Renew, which keeps the count as long as
+	// the lease keeps the record. A record counts from its first Reserve
+	// until it is gone at the latest (retention, leases and ExpiryGrace),
+	// also when that Reserve wrote nothing (VerdictDelayed), and each later
+	// Reserve of it counts it for a whole life again: the count errs
+	// towards refusing the tenant. Zero or negative means no quota.
 	TenantMaxRecords int
 	// Prefix starts every key the store writes. Zero means DefaultPrefix.
 	// Stores sharing one Redis for different purposes need different
@@ -135,7 +139,7 @@ type Redis struct {
 
 	// One script per state change, each owned by the store, not by the
 	// package, so no mutable state is global.
-	reserve, renew, attempt, complete, fail, mark, tenant *redis.Script
+	reserve, renew, attempt, complete, fail, mark, tenant, tenantKeep *redis.Script
 	// settle writes an operator's settlement (Settle); heldAdd, heldRead
 	// and heldPrune keep the held index (Held).
 	settle, heldAdd, heldRead, heldPrune *redis.Script
@@ -173,25 +177,26 @@ func NewRedis(client redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 		}
 	}
 	return &Redis{
-		client:    client,
-		cfg:       cfg.Config,
-		wait:      cfg.WaitReplicas,
-		waitTO:    cmp.Or(cfg.WaitTimeout, time.Second),
-		detached:  !redisstore.HonoursContext(client),
-		scripts:   newScripter(client, cfg.MaxBatch, cfg.WaitReplicas),
-		prefix:    prefix,
-		reserve:   redis.NewScript(reserveLua),
-		renew:     redis.NewScript(renewLua),
-		attempt:   redis.NewScript(attemptLua),
-		complete:  redis.NewScript(completeLua),
-		fail:      redis.NewScript(failLua),
-		mark:      redis.NewScript(markLua),
-		tenant:    redis.NewScript(tenantLua),
-		tenantMax: cfg.TenantMaxRecords,
-		settle:    redis.NewScript(settleLua),
-		heldAdd:   redis.NewScript(heldAddLua),
-		heldRead:  redis.NewScript(heldPageLua),
-		heldPrune: redis.NewScript(heldPruneLua),
+		client:     client,
+		cfg:        cfg.Config,
+		wait:       cfg.WaitReplicas,
+		waitTO:     cmp.Or(cfg.WaitTimeout, time.Second),
+		detached:   !redisstore.HonoursContext(client),
+		scripts:    newScripter(client, cfg.MaxBatch, cfg.WaitReplicas),
+		prefix:     prefix,
+		reserve:    redis.NewScript(reserveLua),
+		renew:      redis.NewScript(renewLua),
+		attempt:    redis.NewScript(attemptLua),
+		complete:   redis.NewScript(completeLua),
+		fail:       redis.NewScript(failLua),
+		mark:       redis.NewScript(markLua),
+		tenant:     redis.NewScript(tenantLua),
+		tenantKeep: redis.NewScript(tenantKeepLua),
+		tenantMax:  cfg.TenantMaxRecords,
+		settle:     redis.NewScript(settleLua),
+		heldAdd:    redis.NewScript(heldAddLua),
+		heldRead:   redis.NewScript(heldPageLua),
+		heldPrune:  redis.NewScript(heldPruneLua),
 	}, nil
 }
 
@@ -343,7 +348,13 @@ func (r *Redis) Renew(ctx context.Context, k Key, token int64, lease time.Durati
 	if err != nil {
 		return err
 	}
-	return r.fenced(ctx, r.renew, "renew", k, token, lease.Milliseconds())
+	if err := r.fenced(ctx, r.renew, "renew", k, token, lease.Milliseconds()); err != nil {
+		return err
+	}
+	if r.tenantMax > 0 {
+		return r.keepTenantCount(ctx, k, lease)
+	}
+	return nil
 }
 
 // AddAttempt implements Store.

@@ -23,10 +23,9 @@ func (r *Redis) tenantIndex(tenant string) string {
 // beyond the quota.
 func (r *Redis) admitTenant(ctx context.Context, k Key, lease, retention time.Duration) error {
 	life := max(retention, 2*lease) + ExpiryGrace
-	takeover := 2*lease + ExpiryGrace
 	reply, err := roundTrip(r, ctx, func(ctx context.Context) ([]int64, error) {
 		return r.tenant.Run(ctx, r.client, []string{r.tenantIndex(k.Tenant)},
-			k.ID(), r.tenantMax, life.Milliseconds(), takeover.Milliseconds()).Int64Slice()
+			k.ID(), r.tenantMax, life.Milliseconds()).Int64Slice()
 	})
 	switch {
 	case err != nil:
@@ -48,4 +47,20 @@ func (r *Redis) admitTenant(ctx context.Context, k Key, lease, retention time.Du
 		return nil
 	}
 	return fmt.Errorf("%w: the tenant holds %d records, its quota is %d", ErrTenantFull, reply[1], r.tenantMax)
+}
+
+// keepTenantCount counts k in its tenant's index at least as long as a
+// lease of lease just renewed keeps the record (two leases from now, and
+// ledger.ExpiryGrace): a call that renews past its record's retention
+// must not outlive its count (see RedisConfig.TenantMaxRecords). Only an
+// ID the index holds is extended.
+func (r *Redis) keepTenantCount(ctx context.Context, k Key, lease time.Duration) error {
+	_, err := roundTrip(r, ctx, func(ctx context.Context) (int64, error) {
+		return r.tenantKeep.Run(ctx, r.client, []string{r.tenantIndex(k.Tenant)},
+			k.ID(), (2*lease + ExpiryGrace).Milliseconds()).Int64()
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: redis tenant quota: %w", err)
+	}
+	return nil
 }

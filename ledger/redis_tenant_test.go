@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/retrybudget/retrybudget/internal/redistest"
 )
@@ -61,4 +62,57 @@ func TestRedisTenantQuotaRefusesNewRecords(t *testing.T) {
 	if stuck, err := s.Sweep(ctx, 0); err != nil {
 		t.Fatalf("Sweep with tenant indexes present: %d, %v", len(stuck), err)
 	}
+}
+
+// countedUntilGone fails t unless k's tenant index counts k at least until
+// Redis drops k's record: the quota's promise that a record is counted
+// until it is gone, at the latest.
+func countedUntilGone(t *testing.T, s *Redis, k Key) {
+	t.Helper()
+	ctx := t.Context()
+	score, err := s.client.ZScore(ctx, s.tenantIndex(k.Tenant), k.ID()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := s.client.PExpireTime(ctx, s.keyName(k)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(score) < gone.Milliseconds() {
+		t.Fatalf("the tenant index stops counting the record %d ms before Redis drops it", gone.Milliseconds()-int64(score))
+	}
+}
+
+// A record created anew over its expired predecessor (still kept for
+// ExpiryGrace), and a record whose owner renewed its lease past its
+// retention, are counted as long as they now live.
+func TestRedisTenantIndexCountsARecordAsLongAsItLives(t *testing.T) {
+	s := mustRedis(t, redistest.Client(t), RedisConfig{Prefix: redistest.Prefix(t), TenantMaxRecords: 10})
+	ctx := t.Context()
+	t.Run("created anew over an expired record", func(t *testing.T) {
+		k := Key{Tenant: "acme", Operation: "report", Key: "daily"}
+		if _, err := s.Reserve(ctx, ReserveRequest{Key: k, Fingerprint: fpA, Lease: 10 * time.Millisecond, Retention: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		// Past its retention, as a day later.
+		if err := s.client.HSet(ctx, s.keyName(k), "ea", "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Reserve(ctx, ReserveRequest{Key: k, Fingerprint: fpA, Lease: 10 * time.Millisecond, Retention: time.Hour})
+		if err != nil || res.Verdict != VerdictCreated || !res.Expired {
+			t.Fatalf("Reserve over the expired record: %s, expired %v, %v", res.Verdict, res.Expired, err)
+		}
+		countedUntilGone(t, s, k)
+	})
+	t.Run("renewed past its retention", func(t *testing.T) {
+		k := Key{Tenant: "acme", Operation: "export", Key: "long"}
+		res, err := s.Reserve(ctx, ReserveRequest{Key: k, Fingerprint: fpA, Lease: time.Second, Retention: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Renew(ctx, k, res.Token, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		countedUntilGone(t, s, k)
+	})
 }

@@ -6,10 +6,13 @@
 -- KEYS[1] the tenant's index, <prefix>tenant:{<SHA-256 of the tenant>}
 -- ARGV[1] the record's ID (ledger.Key.ID)
 -- ARGV[2] the quota, records
--- ARGV[3] how long a new record can live, ms: retention or two leases,
---         whichever is longer, plus ledger.ExpiryGrace
--- ARGV[4] how long a record taken over can live from now, ms: two leases
---         plus ledger.ExpiryGrace
+-- ARGV[3] how long the record can live from now, ms: retention or two
+--         leases, whichever is longer, plus ledger.ExpiryGrace. A record
+--         already counted is counted as long again: the Reserve may take
+--         it over (two leases at most) or, past its retention, create it
+--         anew over it (its whole life), and this script cannot tell which
+--         (the record is in another cluster slot). Counting a takeover
+--         longer only makes the quota stricter.
 --
 -- Returns {admitted 1/0, records counted}. A record already counted is
 -- always admitted, so a tenant at its quota still gets replays and
@@ -24,8 +27,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', int(now))
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 local until_ = now + tonumber(ARGV[3])
 if score then
-  -- A takeover can extend the record's life: count it as long.
-  until_ = math.max(tonumber(score), now + tonumber(ARGV[4]))
+  until_ = math.max(tonumber(score), until_)
 else
   local n = redis.call('ZCARD', KEYS[1])
   if n >= tonumber(ARGV[2]) then return {0, n} end
