@@ -47,15 +47,21 @@ if ARGV[1] == '-inf' then from = '-inf' elseif ARGV[2] ~= '' then from = ARGV[1]
 -- ZRANGEBYSCORE, not ZRANGE BYSCORE: the store supports Redis 5. Read in
 -- chunks, so a full page costs about its own size, not cap entries.
 local nextScore, nextMember = ARGV[1], ARGV[2]
-local examined, chunk, done = 0, math.max(2 * want, 100), false
+-- offset counts the entries read, examined those after the cursor: the
+-- entries at the cursor's score up to its member are read again and
+-- skipped, and must not use up cap, or a page whose cursor sits among
+-- more than cap entries of one score (Fails in one millisecond) would
+-- never move past them.
+local offset, examined, chunk, done = 0, 0, math.max(2 * want, 100), false
 while not done and examined < cap do
   local n = math.min(chunk, cap - examined)
-  local batch = redis.call('ZRANGEBYSCORE', KEYS[1], from, '+inf', 'WITHSCORES', 'LIMIT', examined, n)
+  local batch = redis.call('ZRANGEBYSCORE', KEYS[1], from, '+inf', 'WITHSCORES', 'LIMIT', offset, n)
   for i = 1, #batch, 2 do
     local id, score = batch[i], batch[i + 1]
     local after = true
     if ARGV[2] ~= '' and tonumber(score) == tonumber(ARGV[1]) and id <= ARGV[2] then after = false end
     if after then
+      examined = examined + 1
       local m = meta(id)
       if matches(m) then
         if #page / 3 >= want then more = '1'; done = true; break end
@@ -66,7 +72,7 @@ while not done and examined < cap do
       nextScore, nextMember = score, id
     end
   end
-  examined = examined + #batch / 2
+  offset = offset + #batch / 2
   if #batch / 2 < n then done = true end
   if not done and examined >= cap then more = '1' end
 end
