@@ -49,6 +49,9 @@ var (
 	consoleAction  = regexp.MustCompile(`<tr><td><a class="action" href="\./action/([A-Za-z0-9_-]+)">[^<]*</a></td><td>acme</td><td>sms</td><td>uncertain</td><td>[^<]*</td><td>set</td>`)
 	consoleCSRF    = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 	consoleConfirm = regexp.MustCompile(`name="confirm" value="([^"]+)"`)
+	// consoleSeen is the number of the send the page shows, which the
+	// settle form carries so that it settles that send and no later one.
+	consoleSeen = regexp.MustCompile(`name="seen" value="([^"]+)"`)
 )
 
 // TestHeldSMSSettledFromTheConsole walks docs/operating.md's "Settling a
@@ -96,8 +99,8 @@ func TestHeldSMSSettledFromTheConsole(t *testing.T) {
 	}
 	ref := onlyHeld()
 	_, page := c.do("GET", "/action/"+ref, nil)
-	m := consoleCSRF.FindStringSubmatch(page)
-	if m == nil || !strings.Contains(page, `<td id="state">uncertain</td>`) || !strings.Contains(page, "set: a request may have left") {
+	m, seen := consoleCSRF.FindStringSubmatch(page), consoleSeen.FindStringSubmatch(page)
+	if m == nil || seen == nil || !strings.Contains(page, `<td id="state">uncertain</td>`) || !strings.Contains(page, "set: a request may have left") {
 		t.Fatalf("1001's page lacks the form, the state or the sending mark:\n%s", page)
 	}
 	// Twilio's log has it: settle as applied with its answer.
@@ -105,7 +108,7 @@ func TestHeldSMSSettledFromTheConsole(t *testing.T) {
 	sid := fake.msgs[0]["sid"].(string)
 	fake.mu.Unlock()
 	code, page := c.do("POST", "/action/"+ref+"/settle", url.Values{
-		"csrf": {m[1]}, "applied": {"yes"}, "status": {"201"}, "content_type": {"json"},
+		"csrf": {m[1]}, "seen": {seen[1]}, "applied": {"yes"}, "status": {"201"}, "content_type": {"json"},
 		"answer": {`{"sid":"` + sid + `","status":"queued"}`},
 		"name":   {"alice"}, "reason": {"found " + sid + " in Twilio's message log"},
 	})
@@ -121,8 +124,11 @@ func TestHeldSMSSettledFromTheConsole(t *testing.T) {
 	}
 	ref = onlyHeld()
 	_, page = c.do("GET", "/action/"+ref, nil)
-	m = consoleCSRF.FindStringSubmatch(page)
-	form := url.Values{"csrf": {m[1]}, "applied": {"no"}, "name": {"alice"}, "reason": {"not in Twilio's message log"}}
+	m, seen = consoleCSRF.FindStringSubmatch(page), consoleSeen.FindStringSubmatch(page)
+	if m == nil || seen == nil {
+		t.Fatalf("1002's page lacks the form:\n%s", page)
+	}
+	form := url.Values{"csrf": {m[1]}, "seen": {seen[1]}, "applied": {"no"}, "name": {"alice"}, "reason": {"not in Twilio's message log"}}
 	code, page = c.do("POST", "/action/"+ref+"/settle", form)
 	cm := consoleConfirm.FindStringSubmatch(page)
 	if code != http.StatusConflict || cm == nil {
