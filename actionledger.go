@@ -47,6 +47,9 @@ type ledgerGate struct {
 	// lost reports that a fenced store call found the token no longer
 	// current: another worker owns the action now.
 	lost bool
+	// lostErr is why the outcome's Complete was refused, when it was
+	// (ledger.ErrNotOwner, or ErrOwnerShared), for the call's error.
+	lostErr error
 	// unsaved reports that the last answer is one the provider saved
 	// nothing for (Classification.Unsaved): it is not the action's.
 	unsaved bool
@@ -482,7 +485,10 @@ func (g *ledgerGate) settle(ctx context.Context, out *Outcome, resp *http.Respon
 		}
 	}
 	if err := store.Complete(ctx, g.key, g.token, o); err != nil {
-		g.notOwner(ctx, "complete", err)
+		err = g.notOwner(ctx, "complete", err)
+		if errors.Is(err, ledger.ErrNotOwner) {
+			g.lost, g.lostErr = true, err
+		}
 	}
 }
 

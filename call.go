@@ -154,10 +154,28 @@ func (c *call) replay(o *ledger.Outcome) *http.Response {
 	return c.attach(resp, noCancel)
 }
 
-// finish returns a successful response with its Outcome attached.
-func (c *call) finish(resp *http.Response, cancel context.CancelFunc) *http.Response {
+// finish returns a successful response with its Outcome attached; for a
+// redirect of an action another worker took over meanwhile, ErrPending
+// instead, so that http.Client does not follow it.
+func (c *call) finish(resp *http.Response, cancel context.CancelFunc) (*http.Response, error) {
 	c.out.RetryAt = time.Time{}
 	c.settle(resp)
+	if c.led != nil && c.led.lostErr != nil && followed(resp) {
+		// Another worker took the action over while this call sent it,
+		// and refused its outcome: the redirect is not this call's to
+		// follow. http.Client would send the hop on the action's behalf,
+		// and a hop the new owner cannot see may apply it while the new
+		// owner settles the action as not applied.
+		c.discard(resp)
+		cancel()
+		c.body.close()
+		c.out.Reason = ErrPending
+		c.out.MaybeApplied = c.out.MaybeApplied || !isIdempotent(c.req.Method) // RFC 9110 §15.4
+		if obs := c.p.cfg.Observer.GiveUp; obs != nil {
+			obs(GiveUpEvent{Request: c.req, Outcome: c.out})
+		}
+		return nil, &Error{Outcome: c.out, Cause: c.led.lostErr}
+	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.StatusCode != http.StatusNotModified &&
 		!c.repeatable && !isIdempotent(c.req.Method) {
 		// A redirect of a request that may have been applied (a 303
@@ -168,7 +186,18 @@ func (c *call) finish(resp *http.Response, cancel context.CancelFunc) *http.Resp
 		// request again (a 307 is temporary, RFC 9110 §15.4.8).
 		c.remember(resp, nil)
 	}
-	return c.attach(resp, cancel)
+	return c.attach(resp, cancel), nil
+}
+
+// followed reports whether http.Client follows resp to another request:
+// a redirect with a Location (RFC 9110 §15.4; 300, 304 and 305 it does
+// not follow).
+func followed(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return resp.Header.Get("Location") != ""
+	}
+	return false
 }
 
 // settle has the ledger record how the owned action ended.

@@ -301,7 +301,7 @@ func (c *call) run() (*http.Response, error) {
 		c.record(a.cls, a.resp, a.resends+a.hedges > 0)
 		c.report(&a)
 		if a.cls.Class == ClassSuccess {
-			return c.finish(a.resp, a.cancel), nil
+			return c.finish(a.resp, a.cancel)
 		}
 		plan, planned := c.next(a.cls)
 		if planned {

@@ -292,3 +292,53 @@ func TestReconcilerOfARedirectHopIsAskedAboutTheAction(t *testing.T) {
 		t.Fatalf("Reconciler asked about %v; want the action %v", asked, openIssue)
 	}
 }
+
+// A call whose action another worker took over while it sent (the same
+// Owner under another instance: two live processes given one name) has its
+// outcome refused. When that answer is a redirect, the call ends with
+// ErrPending and http.Client follows nothing: the hop, sent on behalf of
+// an action this call no longer owns, could apply it out of the new
+// owner's sight while the new owner settles it as not applied.
+func TestRedirectOfAnActionTakenOverIsNotFollowed(t *testing.T) {
+	store := ledger.NewMemory(ledger.MemoryConfig{})
+	act := Action{Tenant: "acme", Operation: "issue", Key: "job-1"}
+	var mu sync.Mutex // guards hops
+	hops := 0
+	p := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/repos/new/issues" {
+			mu.Lock()
+			hops++
+			mu.Unlock()
+			w.WriteHeader(http.StatusCreated)
+			return
+		}
+		// While the first request is at the provider, another run under
+		// the same Owner takes the action over.
+		rec, err := store.Get(r.Context(), act)
+		if err == nil {
+			_, err = store.Reserve(r.Context(), ledger.ReserveRequest{Key: act, Fingerprint: rec.Fingerprint,
+				Owner: "pod-1", Instance: "run-b", Reconciler: true})
+		}
+		if err != nil {
+			t.Errorf("takeover: %v", err)
+		}
+		http.Redirect(w, r, "/repos/new/issues", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(p.Close)
+	tr := New(Config{Ledger: LedgerConfig{Store: store, Owner: "pod-1", instance: "run-a"}})
+	req, _ := http.NewRequestWithContext(WithAction(context.Background(), act), http.MethodPost,
+		p.URL+"/repos/old/issues", strings.NewReader(`{"title":"disk full"}`))
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !errors.Is(err, ErrPending) || !errors.Is(err, ledger.ErrNotOwner) || hops != 0 {
+		t.Fatalf("error %v, %d hops sent; want ErrPending caused by ErrNotOwner and the redirect not followed", err, hops)
+	}
+	if step, o := Next(nil, err); step != StepRetry || !o.MaybeApplied {
+		t.Fatalf("Next: %v, outcome %+v; want a retry, maybe applied (a POST answered with a redirect)", step, o)
+	}
+}
