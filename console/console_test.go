@@ -76,6 +76,18 @@ func testKey(tenant, key string) ledger.Key {
 
 // hold leaves k uncertain the way a worker does whose send timed out:
 // reserved, marked sending, one attempt, given up with a possible effect.
+// heldPastSettle returns a fixture on a Memory store holding one action of
+// acme's, given up as uncertain and an hour past its settle time, with
+// the action's key and its reference in the held list.
+func heldPastSettle(t *testing.T) (*fixture, ledger.Key, string) {
+	t.Helper()
+	f := memoryFixture(t, Config{})
+	k := testKey("acme", secretKey)
+	hold(t, f.store, k)
+	f.clock.Add(time.Hour)
+	return f, k, f.actionRef()
+}
+
 func hold(t *testing.T, s ledger.Store, k ledger.Key) {
 	t.Helper()
 	ctx := context.Background()
@@ -250,11 +262,7 @@ func TestLoginRedirectStaysUnderTheMountPrefix(t *testing.T) {
 }
 
 func TestSettleWithoutCSRFTokenIsRefused(t *testing.T) {
-	f := memoryFixture(t, Config{})
-	k := testKey("acme", secretKey)
-	hold(t, f.store, k)
-	f.clock.Add(time.Hour)
-	ref := f.actionRef()
+	f, k, ref := heldPastSettle(t)
 	for name, csrf := range map[string]string{"missing": "", "wrong": "AAAA"} {
 		form := f.settleForm(ref, false)
 		if csrf == "" {
@@ -338,11 +346,7 @@ func TestHeldListReadsAtMostMaxScan(t *testing.T) {
 func TestSettleChangesTheRecordAndTheNextVerdict(t *testing.T) {
 	for _, applied := range []bool{true, false} {
 		t.Run(fmt.Sprint("applied=", applied), func(t *testing.T) {
-			f := memoryFixture(t, Config{})
-			k := testKey("acme", secretKey)
-			hold(t, f.store, k)
-			f.clock.Add(time.Hour)
-			ref := f.actionRef()
+			f, k, ref := heldPastSettle(t)
 			code, _ := f.do("POST", "/action/"+ref+"/settle", testToken, f.settleForm(ref, applied))
 			if code != http.StatusSeeOther {
 				t.Fatalf("settle: status %d, want 303", code)
@@ -473,11 +477,7 @@ func mustGet(t *testing.T, s ledger.Store, k ledger.Key) ledger.Record {
 }
 
 func TestConcurrentSettlesEndWithOneResolution(t *testing.T) {
-	f := memoryFixture(t, Config{})
-	k := testKey("acme", secretKey)
-	hold(t, f.store, k)
-	f.clock.Add(time.Hour)
-	ref := f.actionRef()
+	f, k, ref := heldPastSettle(t)
 	forms := []url.Values{f.settleForm(ref, true), f.settleForm(ref, false)}
 	codes := make([]int, len(forms))
 	start := make(chan struct{})
@@ -599,11 +599,7 @@ func TestPagesNeverShowKeyFingerprintOrBody(t *testing.T) {
 }
 
 func TestSettleRequiresABoundedNameAndReason(t *testing.T) {
-	f := memoryFixture(t, Config{})
-	k := testKey("acme", secretKey)
-	hold(t, f.store, k)
-	f.clock.Add(time.Hour)
-	ref := f.actionRef()
+	f, k, ref := heldPastSettle(t)
 	for name, edit := range map[string]func(url.Values){
 		"no reason":       func(v url.Values) { v.Del("reason") },
 		"blank name":      func(v url.Values) { v.Set("name", "  ") },

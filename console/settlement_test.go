@@ -33,11 +33,7 @@ func (f *fixture) settleTo(ref string, form url.Values) (int, string) {
 // what, by whom, when (the store's clock), why and the provider's
 // reference, and no settle form; never the key, fingerprint or body.
 func TestActionPageShowsTheSettlement(t *testing.T) {
-	f := memoryFixture(t, Config{})
-	k := testKey("acme", secretKey)
-	hold(t, f.store, k)
-	f.clock.Add(time.Hour)
-	ref := f.actionRef()
+	f, k, ref := heldPastSettle(t)
 	form := f.settleForm(ref, true)
 	form.Set("reference", "SM-ref-1")
 	code, loc := f.settleTo(ref, form)
@@ -84,11 +80,7 @@ func TestActionPageShowsTheSettlement(t *testing.T) {
 // An operator who settles an action another settled first is told who,
 // when and as what, and changes nothing.
 func TestSecondSettleNamesTheFirstSettlement(t *testing.T) {
-	f := memoryFixture(t, Config{})
-	k := testKey("acme", secretKey)
-	hold(t, f.store, k)
-	f.clock.Add(time.Hour)
-	ref := f.actionRef()
+	f, k, ref := heldPastSettle(t)
 	first, second := f.settleForm(ref, true), f.settleForm(ref, false)
 	second.Set("name", "bob")
 	if code, _ := f.settleTo(ref, first); code != http.StatusSeeOther {
@@ -109,11 +101,7 @@ func TestSecondSettleNamesTheFirstSettlement(t *testing.T) {
 // never checked with the provider), it changes nothing: 409, and the
 // later send stays held.
 func TestSettleFormForAnEarlierSendIsRefused(t *testing.T) {
-	f := memoryFixture(t, Config{})
-	k := testKey("acme", secretKey)
-	hold(t, f.store, k)
-	f.clock.Add(time.Hour)
-	ref := f.actionRef()
+	f, k, ref := heldPastSettle(t)
 	bob := f.settleForm(ref, false) // read for the first send
 	bob.Set("name", "bob")
 	if code, page := f.do("POST", "/action/"+ref+"/settle", testToken, f.settleForm(ref, false)); code != http.StatusSeeOther {
