@@ -13,9 +13,9 @@ import (
 )
 
 // stuck returns a Memory store holding one action uncertain, as a worker
-// whose send timed out leaves it, with the store's clock an hour later (past
-// the settle time), and the action's key.
-func stuck(t *testing.T) (*ledger.Memory, ledger.Key) {
+// whose send timed out leaves it, with the store's clock after later (an
+// hour is past the settle time, a second inside it), and the action's key.
+func stuck(t *testing.T, after time.Duration) (*ledger.Memory, ledger.Key) {
 	t.Helper()
 	ctx := context.Background()
 	clock := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
@@ -28,7 +28,7 @@ func stuck(t *testing.T) (*ledger.Memory, ledger.Key) {
 	if err := s.Fail(ctx, k, res.Token, ledger.Failure{EffectPossible: true, Reason: "timeout after the send"}); err != nil {
 		t.Fatal(err)
 	}
-	clock = clock.Add(time.Hour)
+	clock = clock.Add(after)
 	return s, k
 }
 
@@ -50,7 +50,7 @@ func applied(by string) ledger.Resolution {
 // retry, so Resolve must refuse before it reserves.
 func TestResolveLeavesAFailedActionAlone(t *testing.T) {
 	ctx := context.Background()
-	s, k := stuck(t)
+	s, k := stuck(t, time.Hour)
 	if _, err := ledgercli.Resolve(ctx, s, k, notApplied("alice"), "console:alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func (s *settleFirst) Reserve(ctx context.Context, req ledger.ReserveRequest) (l
 // operator is told who settled it, not that its own resolution stands.
 func TestResolveAfterAnotherSettledNamesIt(t *testing.T) {
 	ctx := context.Background()
-	mem, k := stuck(t)
+	mem, k := stuck(t, time.Hour)
 	s := &settleFirst{Store: mem, t: t}
 	_, err := ledgercli.Resolve(ctx, s, k, applied("bob"), "console:bob")
 	if !s.done {
@@ -123,20 +123,10 @@ func TestResolveAfterAnotherSettledNamesIt(t *testing.T) {
 // to run it again, never "resolved" and 0.
 func TestResolveFailedInsideTheSettleTimeExitsOne(t *testing.T) {
 	ctx := context.Background()
-	clock := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
-	s := ledger.NewMemory(ledger.MemoryConfig{Now: func() time.Time { return clock }})
-	k := ledger.Key{Tenant: "acme", Operation: "charge", Key: "c-1"}
-	res, err := s.Reserve(ctx, ledger.ReserveRequest{Key: k, Fingerprint: "f", Owner: "worker-1", MarksSending: true, Sending: true})
-	if err != nil || !res.Verdict.Owns() {
-		t.Fatalf("Reserve: %v %v", res.Verdict, err)
-	}
-	if err := s.Fail(ctx, k, res.Token, ledger.Failure{EffectPossible: true, Reason: "timeout after the send"}); err != nil {
-		t.Fatal(err)
-	}
-	clock = clock.Add(time.Second) // inside the settle time
+	s, k := stuck(t, time.Second)
 	open := func(context.Context, string) (ledger.Store, func(), error) { return s, func() {}, nil }
 	var out, errOut bytes.Buffer
-	code := ledgercli.Run([]string{"resolve", "--url", "mem://", "--tenant", "acme", "--operation", "charge", "--key", "c-1",
+	code := ledgercli.Run([]string{"resolve", "--url", "mem://", "--tenant", k.Tenant, "--operation", k.Operation, "--key", k.Key,
 		"--failed", "--reason", "not in the provider's log", "--owner", "alice"}, &out, &errOut, open)
 	rec, err := s.Get(ctx, k)
 	if err != nil {
