@@ -166,15 +166,14 @@ func (c *call) finish(resp *http.Response, cancel context.CancelFunc) (*http.Res
 		// follow. http.Client would send the hop on the action's behalf,
 		// and a hop the new owner cannot see may apply it while the new
 		// owner settles the action as not applied.
+		// It ends as a call whose mark was refused does (beforeSend):
+		// disowned, so the give-up records nothing on the new owner's
+		// record.
 		c.discard(resp)
-		cancel()
-		c.body.close()
-		c.out.Reason = ErrPending
 		c.out.MaybeApplied = c.out.MaybeApplied || !isIdempotent(c.req.Method) // RFC 9110 §15.4
-		if obs := c.p.cfg.Observer.GiveUp; obs != nil {
-			obs(GiveUpEvent{Request: c.req, Outcome: c.out})
-		}
-		return nil, &Error{Outcome: c.out, Cause: c.led.lostErr}
+		cause := c.led.lostErr
+		c.led.disown()
+		return c.giveUp(nil, cause, ErrPending, cancel)
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.StatusCode != http.StatusNotModified &&
 		!c.repeatable && !isIdempotent(c.req.Method) {
