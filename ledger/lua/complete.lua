@@ -21,9 +21,7 @@
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
--- A record past its retention (ea) is kept for ledger.ExpiryGrace only so
--- that reserve.lua can tell expired from absent: it is no one's to write
--- (renew.lua refuses it too), and the next Reserve creates the action anew.
+-- A record past its retention is no one's to write: see mark.lua.
 local function expired(ea) return ea ~= false and ea ~= nil and now > tonumber(ea) end
 
 local f = redis.call('HMGET', KEYS[1], 'st', 'tok', 'ow', 'sd', 'wn', 'ea')
