@@ -81,7 +81,8 @@ type RedisConfig struct {
 	// Reserve checks first: one more round trip per Reserve, two when it
 	// refuses, and one more per Renew, which keeps the count as long as
 	// the lease keeps the record. A record counts from its first Reserve
-	// until it is gone at the latest (retention, leases and ExpiryGrace),
+	// until it is gone at the latest (retention, leases and ExpiryGrace,
+	// and a minute for the Reserve's round trip after its admission),
 	// also when that Reserve wrote nothing (VerdictDelayed), and each later
 	// Reserve of it counts it for a whole life again: the count errs
 	// towards refusing the tenant. Zero or negative means no quota.

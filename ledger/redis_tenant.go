@@ -17,12 +17,19 @@ func (r *Redis) tenantIndex(tenant string) string {
 	return r.prefix + "tenant:{" + hex.EncodeToString(h[:]) + "}"
 }
 
+// admitSlack is how much longer than the record can live the tenant index
+// counts it from its admission. The index is scored on Redis's clock when
+// tenant.lua admits the Reserve, and the record's life starts on it when
+// reserve.lua runs, a round trip later: without the slack the record
+// would outlive its count by that round trip.
+const admitSlack = time.Minute
+
 // admitTenant checks k against its tenant's quota before Reserve (see
 // RedisConfig.TenantMaxRecords) and counts it when it is admitted. It
 // returns an error wrapping ErrTenantFull when k would be a new record
 // beyond the quota.
 func (r *Redis) admitTenant(ctx context.Context, k Key, lease, retention time.Duration) error {
-	life := max(retention, 2*lease) + ExpiryGrace
+	life := max(retention, 2*lease) + ExpiryGrace + admitSlack
 	reply, err := roundTrip(r, ctx, func(ctx context.Context) ([]int64, error) {
 		return r.tenant.Run(ctx, r.client, []string{r.tenantIndex(k.Tenant)},
 			k.ID(), r.tenantMax, life.Milliseconds()).Int64Slice()
